@@ -1,0 +1,276 @@
+"""Finding the evaluation files and reading them: one loader per file format.
+
+Every loader returns a ``datasets.DatasetDict`` with one ``test`` split whose rows
+keep the file's order. Each row carries ``source`` ("file:line" or "file item N"),
+so that any later error, and every logged sample, can name the record it came from.
+A per-dataset *record* function (``records.py``) validates the raw row and adds
+``gold``; the wording of premises and options lives in the task YAMLs.
+
+Where the files come from, in order: the ``data_dir`` task metadata
+(``--metadata '{"data_dir": ...}'``), the ``DCPMI_DATA_DIR`` environment variable,
+else the upstream file or archive, downloaded once through ``datasets``' download
+manager (cached under the Hugging Face datasets cache).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from lm_eval_dcpmi import records
+
+DATA_DIR_ENV = "DCPMI_DATA_DIR"
+
+# Dataset folder -> (upstream URL, path inside the archive that holds the folder's files,
+# or None when the URL is the file itself). Mirrors the layout of the plugin's data README.
+_GITHUB = "https://raw.githubusercontent.com"
+UPSTREAM: dict[str, tuple[str, str | None]] = {
+    "copa/copa-dev.xml": (
+        "https://people.ict.usc.edu/~gordon/downloads/COPA-resources.tgz",
+        "COPA-resources/datasets/copa-dev.xml",
+    ),
+    "storycloze/test_spring2016.tsv": (
+        f"{_GITHUB}/snigdhac/StoryComprehension_EMNLP/master/Dataset/RoCStories/test_spring2016.tsv",
+        None,
+    ),
+    "hellaswag/hellaswag_val.jsonl": (
+        f"{_GITHUB}/rowanz/hellaswag/master/data/hellaswag_val.jsonl",
+        None,
+    ),
+    "race/test/middle": ("http://www.cs.cmu.edu/~glai1/data/race/RACE.tar.gz", "RACE/test/middle"),
+    "race/test/high": ("http://www.cs.cmu.edu/~glai1/data/race/RACE.tar.gz", "RACE/test/high"),
+    "arc/ARC-Easy-Test.jsonl": (
+        "https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
+        "ARC-Easy/ARC-Easy-Test.jsonl",
+    ),
+    "arc/ARC-Challenge-Test.jsonl": (
+        "https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
+        "ARC-Challenge/ARC-Challenge-Test.jsonl",
+    ),
+    "openbookqa/test.jsonl": (
+        "https://ai2-public-datasets.s3.amazonaws.com/open_bookqa/OpenBookQA-V1-Sep2018.zip",
+        "Data/Main/test.jsonl",
+    ),
+    "commonsenseqa/dev_rand_split.jsonl": (
+        "https://s3.amazonaws.com/commensenseqa/dev_rand_split.jsonl",
+        None,
+    ),
+    "boolq/dev.jsonl": ("https://storage.googleapis.com/boolq/dev.jsonl", None),
+    "rte/val.jsonl": (
+        "https://dl.fbaipublicfiles.com/glue/superglue/data/v2/RTE.zip",
+        "RTE/val.jsonl",
+    ),
+    "cb/val.jsonl": (
+        "https://dl.fbaipublicfiles.com/glue/superglue/data/v2/CB.zip",
+        "CB/val.jsonl",
+    ),
+    "sst/sst_test.txt": (
+        f"{_GITHUB}/prrao87/fine-grained-sentiment/master/data/sst/sst_test.txt",
+        None,
+    ),
+    "agnews/test.csv": (f"{_GITHUB}/tonyzhaozh/few-shot-learning/main/data/agnews/test.csv", None),
+    "trec/test.txt": (f"{_GITHUB}/tonyzhaozh/few-shot-learning/main/data/trec/test.txt", None),
+}
+
+
+class DataError(ValueError):
+    """A data file is missing or holds a record the task cannot score."""
+
+
+def locate(file: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """Path of ``file`` (relative to the data folder), downloading it if needed."""
+    root = data_dir or os.environ.get(DATA_DIR_ENV)
+    if root:
+        root = Path(root)
+        if not root.is_dir():
+            raise DataError(
+                f"data folder {root} does not exist (from "
+                f"{'the data_dir metadata' if data_dir else DATA_DIR_ENV}). Point it at a folder "
+                f"laid out as <dataset>/<file>, e.g. {DATA_DIR_ENV}=../shared/data, or unset it "
+                "to download the upstream files."
+            )
+        path = root / file
+        if not path.exists():
+            raise DataError(
+                f"{path} not found: the data folder {root} has no {file}. Copy the upstream "
+                f"file there (see the README's task table) or unset {DATA_DIR_ENV} to download it."
+            )
+        return path
+    return _download(file)
+
+
+def _download(file: str) -> Path:
+    if file not in UPSTREAM:
+        raise DataError(
+            f"{file}: no local data folder is set and no upstream address is known for it. "
+            f"Set {DATA_DIR_ENV} to a folder that holds {file}."
+        )
+    url, member = UPSTREAM[file]
+    try:
+        manager = datasets.DownloadManager(dataset_name="lm_eval_dcpmi")
+        fetched = Path(manager.download_and_extract(url))
+    except Exception as err:  # network errors come in many types; all end here
+        raise DataError(
+            f"{file}: {DATA_DIR_ENV} is not set, so the plugin tried to download {url} "
+            f"and failed ({type(err).__name__}: {err}). Set {DATA_DIR_ENV} to a folder "
+            f"that holds {file}, or allow network access."
+        ) from err
+    if member is None:
+        return fetched
+    matches = sorted(p for p in fetched.rglob(Path(member).name) if p.as_posix().endswith(member))
+    if not matches:
+        raise DataError(f"{file}: the archive {url} (extracted at {fetched}) has no {member}.")
+    return matches[0]
+
+
+def _dataset(rows: Iterable[dict[str, Any]], record: str | None, file: str) -> datasets.DatasetDict:
+    prepare: Callable[[dict], dict] = records.get(record) if record else (lambda row: row)
+    prepared = []
+    for row in rows:
+        try:
+            out = prepare(row)
+        except records.RecordError as err:
+            raise DataError(f"{row['source']}: {err}") from None
+        if out is not None:  # None: excluded by the task's definition (SST-2's neutral label)
+            prepared.append(out)
+    if not prepared:
+        raise DataError(f"{file}: no records found; is it the right file?")
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(prepared)})
+
+
+# --------------------------------------------------------------------------- loaders
+# Signature: (file, record=None, data_dir=None, **task_metadata) -> DatasetDict.
+# lm-eval passes the task's metadata (model args and the like) as keyword
+# arguments to a custom_dataset; the loaders ignore what they do not use.
+
+
+def xml_items(file: str, record: str | None = None, data_dir: str | None = None, **_: Any):
+    """XML with one ``<item>`` per record (COPA): attributes plus child-element texts."""
+    path = locate(file, data_dir)
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as err:
+        raise DataError(
+            f"{file}: not well-formed XML ({err}); fix the file or fetch it again."
+        ) from None
+    rows = []
+    for number, item in enumerate(root.iter("item"), start=1):
+        row = {k.replace("-", "_"): v for k, v in item.attrib.items()}
+        for child in item:
+            row[child.tag] = child.text or ""
+        row["source"] = f"{file} item {number} (id={item.get('id', '?')})"
+        rows.append(row)
+    return _dataset(rows, record, file)
+
+
+def tsv(file: str, record: str | None = None, data_dir: str | None = None, **_: Any):
+    """Tab-separated values with a header row (StoryCloze)."""
+    return _delimited(file, "\t", record, data_dir)
+
+
+def csv_rows(file: str, record: str | None = None, data_dir: str | None = None, **_: Any):
+    """Comma-separated values with a header row (AG News)."""
+    return _delimited(file, ",", record, data_dir)
+
+
+def _delimited(file: str, delimiter: str, record: str | None, data_dir: str | None):
+    path = locate(file, data_dir)
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle, delimiter=delimiter)
+        rows = []
+        for row in reader:
+            line = reader.line_num
+            if None in row or None in row.values():
+                raise DataError(
+                    f"{file}:{line}: expected {len(reader.fieldnames or [])} fields "
+                    f"({', '.join(reader.fieldnames or [])}); the row has a different number."
+                )
+            rows.append({**row, "source": f"{file}:{line}"})
+    return _dataset(rows, record, file)
+
+
+def jsonl(file: str, record: str | None = None, data_dir: str | None = None, **_: Any):
+    """One JSON object per line (HellaSwag, ARC, OpenBookQA, CommonsenseQA, BoolQ, RTE, CB)."""
+    path = locate(file, data_dir)
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{file}:{line_number}: not valid JSON ({err.msg}).") from None
+            if not isinstance(row, dict):
+                raise DataError(f"{file}:{line_number}: expected a JSON object per line.")
+            rows.append({**row, "source": f"{file}:{line_number}"})
+    return _dataset(rows, record, file)
+
+
+def labelled_lines(file: str, record: str | None = None, data_dir: str | None = None, **_: Any):
+    """One record per line, ``LABEL<sep>text`` (SST ``__label__N\\t...``, TREC ``COARSE:fine ...``).
+
+    The split of label and text is the record function's job: the raw line is ``line``.
+    """
+    path = locate(file, data_dir)
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            rows.append({"line": line, "source": f"{file}:{line_number}"})
+    return _dataset(rows, record, file)
+
+
+def race_folder(file: str, record: str | None = None, data_dir: str | None = None, **_: Any):
+    """A RACE folder: one JSON article per ``*.txt`` file, one record per question.
+
+    Files are taken in sorted file-name order, questions in file order.
+    """
+    folder = locate(file, data_dir)
+    files = sorted(folder.glob("*.txt"))
+    if not files:
+        raise DataError(f"{file}: no *.txt article files in {folder}.")
+    rows = []
+    for path in files:
+        name = f"{file}/{path.name}"
+        try:
+            article = json.loads(path.read_text(encoding="utf-8"))
+            questions, options, answers = (
+                article["questions"],
+                article["options"],
+                article["answers"],
+            )
+            text = article["article"]
+        except json.JSONDecodeError as err:
+            raise DataError(f"{name}: not valid JSON ({err.msg}).") from None
+        except KeyError as err:
+            raise DataError(
+                f"{name}: missing field {err}; a RACE file needs article, "
+                "questions, options and answers."
+            ) from None
+        if not len(questions) == len(options) == len(answers):
+            raise DataError(
+                f"{name}: {len(questions)} questions, {len(options)} option lists and "
+                f"{len(answers)} answers; they must match one to one."
+            )
+        for number, (question, opts, answer) in enumerate(zip(questions, options, answers, strict=True), 1):
+            rows.append(
+                {
+                    "article": text,
+                    "question": question,
+                    "options": opts,
+                    "answer": answer,
+                    "id": article.get("id", path.name),
+                    "source": f"{name} question {number}",
+                }
+            )
+    return _dataset(rows, record, file)
