@@ -262,7 +262,9 @@ def race_folder(file: str, record: str | None = None, data_dir: str | None = Non
                 f"{name}: {len(questions)} questions, {len(options)} option lists and "
                 f"{len(answers)} answers; they must match one to one."
             )
-        for number, (question, opts, answer) in enumerate(zip(questions, options, answers, strict=True), 1):
+        for number, (question, opts, answer) in enumerate(
+            zip(questions, options, answers, strict=True), 1
+        ):
             rows.append(
                 {
                     "article": text,

