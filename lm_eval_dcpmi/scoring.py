@@ -27,8 +27,8 @@ def predictions(
     log P(option_i | domain premise) and ``n_tokens[i]`` the option's token count
     in the conditional request. Without token counts the Avg prediction is None.
 
-    >>> predictions([-3.0, -4.0], [-1.0, -3.0], [3, 2])
-    {'acc': 0, 'acc_avg': 1, 'acc_unc': 0, 'acc_dcpmi': 1}
+    >>> predictions([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], [1, 2, 6])
+    {'acc': 0, 'acc_avg': 2, 'acc_unc': 0, 'acc_dcpmi': 1}
     """
     if not conditional or len(conditional) != len(domain):
         raise ValueError(

@@ -1,0 +1,162 @@
+"""DCPMITask: request construction, token counts, request grouping and misuse errors."""
+
+from __future__ import annotations
+
+import datasets
+import pytest
+from conftest import load_task
+from lm_eval.api.instance import Instance
+
+from lm_eval_dcpmi.task import DCPMIConfigError, DCPMITask, token_counter_for
+
+DOCS = [
+    {"question": "Two plus two is", "options": ["four", "five"], "gold": 0},
+    {"question": "The sky is", "options": ["green", "blue"], "gold": 1},
+]
+
+
+def tiny_dataset(**_metadata):
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(DOCS)})
+
+
+def make_task(**overrides) -> DCPMITask:
+    config = {
+        "task": "tiny_dcpmi",
+        "custom_dataset": tiny_dataset,
+        "test_split": "test",
+        "output_type": "multiple_choice",
+        "doc_to_text": "{{question}}",
+        "doc_to_choice": "{{options}}",
+        "doc_to_target": "gold",
+        "domain_premise": " The answer:",
+        "metadata": {"version": 1},
+    }
+    config.update(overrides)
+    return DCPMITask(config={k: v for k, v in config.items() if v is not None})
+
+
+def test_token_counts_follow_the_harness_split(task_manager, hf_lm):
+    """TokenCounter agrees with HFLM._encode_pair, including trailing-space contexts."""
+    copa = load_task(task_manager, "dcpmi_copa")
+    counter = copa._token_counter()
+    pairs = [
+        (" My body cast a shadow over the grass because", " the sun was rising."),
+        (" because", " the grass was cut."),
+        (" article text\n ", "  _ is the answer"),  # RACE cloze: context ends in '\n '
+        ("x", "<|endoftext|>"),
+        (" The quote has a tone that is", " negative\n"),
+    ]
+    for context, continuation in pairs:
+        context_enc, continuation_enc = hf_lm._encode_pair(context, continuation)
+        assert counter.split(context, continuation) == (len(context_enc), len(continuation_enc))
+    assert counter.max_length == hf_lm.max_length == 8192
+
+
+def test_no_tokenizer_gives_none_not_a_guess():
+    assert (
+        token_counter_for(
+            tokenizer=None,
+            pretrained=None,
+            gguf_file=None,
+            revision=None,
+            add_bos_token=None,
+            max_length=None,
+        )
+        is None
+    )
+
+
+def test_domain_requests_follow_the_conditional_ones_with_the_same_continuations():
+    task = make_task()  # target_delimiter defaults to " " here, as in any lm-eval task
+    doc = task.eval_docs[0]
+    requests = task.construct_requests(doc, task.doc_to_text(doc), metadata=("tiny", 0, 1))
+    assert [r.arguments for r in requests] == [
+        ("Two plus two is", " four"),
+        ("Two plus two is", " five"),
+        (" The answer:", " four"),
+        (" The answer:", " five"),
+    ]
+    assert [r.idx for r in requests] == [0, 1, 2, 3]
+
+
+def test_domain_premise_is_a_template_over_the_document():
+    task = make_task(domain_premise="{{ question.split()[-1] }}:")
+    assert task.domain_premise(task.eval_docs[1]) == "is:"
+
+
+def test_process_results_without_a_tokenizer(caplog):
+    task = make_task()
+    doc = task.eval_docs[1]  # gold 1
+    # conditional: option 0 more likely; domain: option 0 far more likely -> DC-PMI picks 1
+    results = [(-2.0, False), (-3.0, False), (-1.0, False), (-6.0, False)]
+    with caplog.at_level("WARNING"):
+        metrics = task.process_results(doc, results)
+    assert {k: metrics[k] for k in ("acc", "acc_unc", "acc_dcpmi")} == {
+        "acc": 0.0,
+        "acc_unc": 0.0,
+        "acc_dcpmi": 1.0,
+    }
+    assert metrics["acc_avg"] != metrics["acc_avg"]  # NaN: no tokenizer, no guess
+    assert "acc_avg needs the model's tokenizer" in caplog.text
+
+
+def test_metrics_are_registered_with_mean_and_higher_is_better():
+    task = make_task()
+    assert set(task.aggregation()) == {"acc", "acc_avg", "acc_unc", "acc_dcpmi", "truncated"}
+    assert task.aggregation()["acc_dcpmi"]([1.0, 0.0, 1.0, 1.0]) == 0.75
+    assert task.higher_is_better() == {
+        "acc": True,
+        "acc_avg": True,
+        "acc_unc": True,
+        "acc_dcpmi": True,
+        "truncated": False,
+    }
+
+
+def test_missing_domain_premise_is_refused():
+    with pytest.raises(
+        DCPMIConfigError, match=r"tiny_dcpmi .*needs a domain premise.*domain_premise:"
+    ):
+        make_task(domain_premise=None)
+
+
+def test_output_type_other_than_multiple_choice_is_refused():
+    with pytest.raises(
+        DCPMIConfigError, match=r"needs `output_type: multiple_choice`, not 'loglikelihood'"
+    ):
+        make_task(output_type="loglikelihood")
+
+
+def test_domain_premise_rendering_empty_is_refused():
+    task = make_task(domain_premise="{{ '' }}")
+    with pytest.raises(DCPMIConfigError, match=r"renders empty"):
+        task.domain_premise(task.eval_docs[0])
+
+
+def test_target_outside_the_options_is_refused():
+    # (lm-eval itself checks only the first document; a later bad one must not pass silently)
+    task = make_task(doc_to_target="{{ 5 if question == 'The sky is' else 0 }}")
+    with pytest.raises(DCPMIConfigError, match=r"target 5 .*not an option index in 0..1"):
+        task.process_results(task.eval_docs[1], [(-1.0, False)] * 4)
+
+
+def test_identical_domain_requests_cost_one_forward_row(hf_lm, monkeypatch):
+    """lm-eval's `hf` groups requests with equal tokens: 8 domain requests, 2 distinct."""
+    rows = []
+    model_call = hf_lm._model_call
+
+    def counting_model_call(inputs, *args, **kwargs):
+        rows.append(inputs.shape[0])
+        return model_call(inputs, *args, **kwargs)
+
+    monkeypatch.setattr(hf_lm, "_model_call", counting_model_call)
+    domain = " The quote has a tone that is"
+    pairs = [(domain, " negative\n"), (domain, " positive\n")] * 4
+    requests = [
+        Instance(request_type="loglikelihood", doc={}, arguments=pair, idx=i)
+        for i, pair in enumerate(pairs)
+    ]
+    results = hf_lm.loglikelihood(requests)
+    assert sum(rows) == 2
+    assert results[0] == results[2] == results[4] == results[6]
+    assert results[1] == results[7]
