@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,41 @@ def request_pairs(task, n_docs: int) -> list[list[tuple[str, str]]]:
 
 def load_task(task_manager, name: str):
     return task_manager.load([name])["tasks"][name]
+
+
+# ---------------------------------------------------------------- one real lm_eval CLI run
+# The end-to-end and report tests share one run of the real `lm_eval` command on the
+# embedded model: every dcpmi task, a few documents each, samples logged.
+E2E_TASKS = os.environ.get("DCPMI_E2E_TASKS", "dcpmi")
+E2E_LIMIT = 3
+
+
+class LmEvalRun:
+    def __init__(self, output_dir: Path, stdout: str) -> None:
+        self.output_dir = output_dir
+        self.stdout = stdout
+        (self.results_file,) = output_dir.rglob("results_*.json")
+        self.results = json.loads(self.results_file.read_text())
+
+    def samples(self, task: str) -> list[dict]:
+        (path,) = self.output_dir.rglob(f"samples_{task}_*.jsonl")
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="session")
+def lm_eval_run(tmp_path_factory, data_dir) -> LmEvalRun:
+    output_dir = tmp_path_factory.mktemp("lm_eval_run")
+    command = [
+        str(Path(sys.executable).with_name("lm_eval")),
+        "--model", "hf",
+        "--model_args", embedded_model_args_string(),
+        "--device", "cpu",
+        "--batch_size", "8",
+        "--tasks", E2E_TASKS,
+        "--limit", str(E2E_LIMIT),
+        "--log_samples",
+        "--output_path", str(output_dir),
+    ]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return LmEvalRun(output_dir, completed.stdout)

@@ -1,0 +1,73 @@
+"""The real `lm_eval` CLI on the embedded model: every logged document's four metrics are
+recomputed here from its logged loglikelihoods and token counts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import transformers
+from conftest import GGUF_FILE, embedded_model_dir
+
+METRICS = ("acc", "acc_avg", "acc_unc", "acc_dcpmi")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return transformers.AutoTokenizer.from_pretrained(embedded_model_dir(), gguf_file=GGUF_FILE)
+
+
+def continuation_tokens(tokenizer, context: str, continuation: str) -> int:
+    # lm-eval's split: trailing context whitespace joins the continuation, then
+    # continuation tokens = tokens(context + continuation) - tokens(context).
+    stripped = context.rstrip()
+    continuation = context[len(stripped) :] + continuation
+    return len(tokenizer.encode(stripped + continuation)) - len(tokenizer.encode(stripped))
+
+
+def dcpmi_tasks(run) -> list[str]:
+    return sorted(t for t in run.results["configs"] if t.startswith("dcpmi_"))
+
+
+def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run, tokenizer):
+    tasks = dcpmi_tasks(lm_eval_run)
+    assert tasks, "no dcpmi task in the run"
+    checked = 0
+    for task in tasks:
+        samples = lm_eval_run.samples(task)
+        assert len(samples) == min(3, lm_eval_run.results["n-samples"][task]["original"])
+        for sample in samples:
+            pairs = [(a["arg_0"], a["arg_1"]) for a in sample["arguments"].values()]
+            lls = [float(r[0][0]) for r in sample["resps"]]
+            n = len(pairs) // 2
+            conditional, domain = np.array(lls[:n]), np.array(lls[n:])
+            # the domain requests score the same continuations after one shared premise
+            assert [c for _, c in pairs[:n]] == [c for _, c in pairs[n:]]
+            assert len({ctx for ctx, _ in pairs[n:]}) == 1
+            n_tokens = np.array([continuation_tokens(tokenizer, *p) for p in pairs[:n]])
+            gold = sample["doc"]["gold"]
+            expected = {
+                "acc": float(np.argmax(conditional) == gold),
+                "acc_avg": float(np.argmax(conditional / n_tokens) == gold),
+                "acc_unc": float(np.argmax(domain) == gold),
+                "acc_dcpmi": float(np.argmax(conditional - domain) == gold),
+            }
+            assert {m: sample[m] for m in METRICS} == expected, (task, sample["doc_id"])
+            assert sample["truncated"] == 0.0  # 8192-token window: nothing is cut
+            checked += 1
+        # the reported accuracy is the mean over the logged documents
+        for metric in METRICS:
+            mean = sum(s[metric] for s in samples) / len(samples)
+            assert math.isclose(lm_eval_run.results["results"][task][f"{metric},none"], mean)
+    assert checked >= len(tasks) * 2
+
+
+def test_results_table_shows_the_four_accuracies(lm_eval_run):
+    for task in dcpmi_tasks(lm_eval_run):
+        row = lm_eval_run.results["results"][task]
+        assert {f"{m},none" for m in METRICS} <= set(row)
+        assert row["truncated,none"] == 0.0
+    table = lm_eval_run.stdout
+    for metric in METRICS:
+        assert f"|{metric}" in table.replace(" ", "")

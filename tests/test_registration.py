@@ -1,0 +1,79 @@
+"""How lm-eval finds the plugin's tasks: the start-up hook, --include_path, the Python API."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import embedded_model_args
+
+from lm_eval_dcpmi import task_configs_dir
+from lm_eval_dcpmi._autoload import with_plugin_path
+
+OURS = task_configs_dir()
+
+
+def test_plugin_path_comes_first_and_only_once(tmp_path):
+    assert with_plugin_path(None) == [OURS]
+    assert with_plugin_path(str(tmp_path)) == [OURS, str(tmp_path)]
+    assert with_plugin_path([tmp_path, "x"]) == [OURS, tmp_path, "x"]
+    assert with_plugin_path([str(OURS)]) == [str(OURS)]
+
+
+def known_tasks(code: str, **env: str) -> dict:
+    """Run ``code`` in a fresh interpreter (as a user would) and return its JSON output."""
+    completed = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd=Path(__file__).parent.parent.parent,  # outside the project
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+LIST_TASKS = """
+import json, sys
+from lm_eval.tasks import TaskManager
+include = sys.argv[1:] or None
+tm = TaskManager(include_path=%r)
+print(json.dumps({"copa": "dcpmi_copa" in tm.all_tasks, "arc": "arc_easy" in tm.all_tasks}))
+"""
+
+
+def test_installed_package_registers_its_tasks_at_start_up():
+    assert known_tasks(LIST_TASKS % None) == {"copa": True, "arc": True}
+
+
+def test_hook_can_be_switched_off_and_include_path_still_works():
+    assert known_tasks(LIST_TASKS % None, LM_EVAL_DCPMI_AUTOLOAD="0") == {
+        "copa": False,
+        "arc": True,
+    }
+    assert known_tasks(LIST_TASKS % str(OURS), LM_EVAL_DCPMI_AUTOLOAD="0") == {
+        "copa": True,
+        "arc": True,
+    }
+
+
+def test_python_api_with_a_loaded_model(hf_lm):
+    """simple_evaluate with an LM object: the tokenizer comes from TaskManager metadata."""
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    results = simple_evaluate(
+        model=hf_lm,
+        tasks=["dcpmi_copa"],
+        limit=2,
+        task_manager=TaskManager(metadata=embedded_model_args()),
+    )
+    row = results["results"]["dcpmi_copa"]
+    for metric in ("acc", "acc_avg", "acc_unc", "acc_dcpmi"):
+        assert row[f"{metric},none"] in (0.0, 0.5, 1.0)
+    assert not math.isnan(row["acc_avg,none"])
