@@ -1,0 +1,750 @@
+"""The eight multiple-choice tasks (StoryCloze, HellaSwag, RACE, ARC, OpenBookQA, CQA).
+
+On the real files in ../shared/data: item counts and the exact (context, continuation)
+pairs of the first documents, written out by hand from the spec and the raw files.
+On small bad files in tmp_path: errors that name the file, the line or record, and
+what is wrong.
+"""
+
+import json
+
+import pytest
+from conftest import load_task, request_pairs
+
+from lm_eval_dcpmi import data
+
+
+def expected(premise: str, domain: str, options: list[str]) -> list[tuple[str, str]]:
+    """One document's requests: every option after the premise, then after the domain."""
+    return [(premise, o) for o in options] + [(domain, o) for o in options]
+
+
+@pytest.fixture(scope="module")
+def tasks(task_manager):
+    loaded = {}
+
+    def get(name):
+        if name not in loaded:
+            loaded[name] = load_task(task_manager, name)
+        return loaded[name]
+
+    return get
+
+
+# --------------------------------------------------------------------- real files
+
+ARTICLE_M = (
+    "Take a class at Dulangkou School, and you'll see lots of things different from "
+    "other schools, You can see the desks are not in rows and students sit in groups. "
+    "They put their desks together so they're facing each other. How can they see the "
+    "blackboard? There are three blackboards on the three walls of the classroom!\nThe "
+    'school calls the new way of learning "Tuantuanzuo", meaning sitting in groups. '
+    "Wei Liying, a Junior 3 teacher, said it was to give students more chances to "
+    "communicate.\nEach group has five or six students, according to Wei, and they "
+    "play different roles .There is a team leader who takes care of the whole group. "
+    'There is a "study leader"who makes sure that everyone finishes their homework. '
+    "And there is a discipline leader who makes sure that nobody chats in class.\nWang "
+    "Lin is a team leader. The 15-year-old said that having to deal with so many "
+    'things was tiring.\n"I just looked after my own business before,"said Wang. "But '
+    'now I have to think about my five group members."\nBut Wang has got used to it '
+    'and can see the benefits now.\n"I used to speak too little. But being a team '
+    "leader means you have to talk a lot. You could even call me an excellent speaker "
+    'today."\nZhang Qi, 16, was weak in English. She used to get about 70 in English '
+    'tests. But in a recent test, Zhang got a grade of more than 80.\n"I rarely  asked '
+    "others when I had problems with my English tests. But now I can ask the team "
+    'leader or study leader. They are really helpful."'
+)
+ARTICLE_H = (
+    "Studies show that you may be lied to every day anywhere from 10 to 200 times. We "
+    'say, "Nice song." "Honey, you don\'t look fat in that, no." But another study '
+    "showed that strangers lied three times within the first 10 minutes of meeting "
+    "each other. We lie more to strangers than we lie to coworkers. Men lie eight "
+    "times more about themselves than they do other people. Women lie more to protect "
+    "other people. If you're married, you're going to lie to your wife/ husband in one "
+    "out of every 10 communications. If you're unmarried, that number drops to three. "
+    "But look, if at some point you got lied to, it's because you agreed to get lied "
+    "to. Truth about lying: lying's a cooperative act. Not all lies are harmful. "
+    "Sometimes we're willing to lie for the sake of social dignity  , maybe to keep a "
+    "private secret.\nLying is complex. It's woven into the fabric of our daily and "
+    "business lives. We're deeply disturbed by the truth. We explain it, sometimes for "
+    "very good reasons, other times just because we don't understand the gaps between "
+    "ideals and realities in our lives. We're against lying, but secretly we're for it "
+    "in ways that our society has practiced for centuries and centuries. It's as old "
+    "as breathing. It's part of our culture and history. Think the stories from Dante, "
+    "Shakespeare, the Bible, News of the World.\nLying has great value to the "
+    "evolution of human being. Researchers have long known that the more intelligent "
+    "the species, the more likely it is to lie. We human like to become leaders. It "
+    "starts really early. How early? Well, babies will pretend to cry, pause, wait to "
+    "see who's coming and then go right back to crying. One-year-olds learn hiding "
+    "truth. Two-year-olds bluff  . Five-year-olds lie outright and try to control via "
+    "flattery  . Nine-year-olds, masters of covering up. By the time you enter "
+    "college, you're going to lie to your mom in one out of every five interactions. "
+    "By the time we enter this work world to be breadwinners, we've entered a world "
+    "that is just full of fake digital friends, business media, identity thieves, "
+    "world-class cheats, ----in short, a post-truth society.\nWhat do you do? Well "
+    "there are steps we can take to guide our way through the bushes. Trained lie "
+    "spotters get to the truth 90% of the time. The rest of us, we're only 54% "
+    "accurate. Why is it so easy to learn? There are clever liars and stupid liars. "
+    "There're no real original liars. We all make the same mistakes. We all use the "
+    "same techniques."
+)
+
+STORY_1 = (
+    "My friends all love to go to the club to dance. They think it's a lot of fun and "
+    "always invite. I finally decided to tag along last Saturday. I danced terribly "
+    "and broke a friend's toe."
+)
+STORY_2 = (
+    "I tried going to the park the other day. The weather seemed nice enough for a "
+    "walk. Within minutes of getting there I started sneezing. My eyes were watery and "
+    "it was hard to breathe."
+)
+HS_1 = "A man is sitting on a roof. he"
+HS_2 = "A lady walks to a barbell. She bends down and grabs the pole. the lady"
+ARC_E_1 = "Which statement best explains why photosynthesis is the foundation of most food webs?"
+ARC_E_2 = (
+    "Which piece of safety equipment is used to keep mold spores from entering the "
+    "respiratory system?"
+)
+ARC_C_1 = (
+    "An astronomer observes that a planet rotates faster after a meteorite impact. "
+    "Which is the most likely effect of this increase in rotation?"
+)
+ARC_C_2 = (
+    "A group of engineers wanted to know how different building designs would respond "
+    "during an earthquake. They made several models of buildings and tested each for "
+    "its ability to withstand earthquake conditions. Which will most likely result from "
+    "testing different building designs?"
+)
+OBQA_1 = (
+    "A person wants to start saving money so that they can afford a nice vacation at "
+    "the end of the year. After looking over their budget and expenses, they decide the "
+    "best way to save money is to"
+)
+OBQA_2 = "There is most likely going to be fog around:"
+CQA_1 = (
+    " A revolving door is convenient for two direction travel, but it also serves as a "
+    "security measure at a what? the answer is:"
+)
+CQA_2 = " What do people aim to do at work? the answer is:"
+ANSWER_IS = " the answer is:"
+
+# task -> (items in the spec, gold of the first two documents, their requests)
+FIRST_TWO = {
+    "dcpmi_storycloze": (
+        1871,
+        [1, 0],
+        [
+            expected(
+                STORY_1,
+                " The story continues:",
+                [
+                    " My friends decided to keep inviting me out as I am so much fun.",
+                    " The next weekend, I was asked to please stay home.",
+                ],
+            ),
+            expected(
+                STORY_2,
+                " The story continues:",
+                [
+                    " My allergies were too bad and I had to go back home.",
+                    " It reminded me of how much I loved spring flowers.",
+                ],
+            ),
+        ],
+    ),
+    "dcpmi_hellaswag": (
+        10042,
+        [3, 3],
+        [
+            expected(
+                HS_1,
+                " he",
+                [
+                    " is using wrap to wrap a pair of skis.",
+                    " is ripping level tiles off.",
+                    " is holding a rubik's cube.",
+                    " starts pulling up roofing on a roof.",
+                ],
+            ),
+            expected(
+                HS_2,
+                " lady",
+                [
+                    " swings and lands in her arms.",
+                    " pulls the barbell forward.",
+                    " pulls a rope attached to the barbell.",
+                    " stands and lifts the weight over her head.",
+                ],
+            ),
+        ],
+    ),
+    "dcpmi_race_m": (
+        1436,
+        [2, 3],
+        [
+            expected(
+                " " + ARTICLE_M + "\n A discipline leader is supposed to",
+                "?",
+                [
+                    "  take care of the whole group .",
+                    "  make sure that everybody finishes homework .",
+                    "  make sure that nobody chats in class .",
+                    "  collect all the homework and hand it in to teachers .",
+                ],
+            ),
+            expected(
+                " " + ARTICLE_M + "\n The new way of learning is said to give students more "
+                "chances to",
+                "?",
+                [
+                    "  chat with each other .",
+                    "  listen to the teacher .",
+                    "  make friends .",
+                    "  communicate .",
+                ],
+            ),
+        ],
+    ),
+    "dcpmi_race_h": (
+        3498,
+        [3, 2],
+        [
+            expected(
+                " " + ARTICLE_H + "\n From Para.1 we learn that lying is very",
+                "?",
+                ["  harmful .", "  easy .", "  interesting .", "  common ."],
+            ),
+            expected(
+                " " + ARTICLE_H + "\n According to the passage, a lie works when",
+                "?",
+                [
+                    "  the liar's words are sweet enough .",
+                    "  it is given to a complete stranger .",
+                    "  someone gives the liar cooperation .",
+                    "  we are willing to lie for the dignity .",
+                ],
+            ),
+        ],
+    ),
+    "dcpmi_arc_easy": (
+        2376,
+        [0, 1],
+        [
+            expected(
+                ARC_E_1,
+                ANSWER_IS,
+                [
+                    " Sunlight is the source of energy for nearly all ecosystems.",
+                    " Most ecosystems are found on land instead of in water.",
+                    " Carbon dioxide is more available than other gases.",
+                    " The producers in all ecosystems are plants.",
+                ],
+            ),
+            expected(
+                ARC_E_2,
+                ANSWER_IS,
+                [" safety goggles", " breathing mask", " rubber gloves", " lead apron"],
+            ),
+        ],
+    ),
+    "dcpmi_arc_challenge": (
+        1172,
+        [2, 1],
+        [
+            expected(
+                ARC_C_1,
+                ANSWER_IS,
+                [
+                    " Planetary density will decrease.",
+                    " Planetary years will become longer.",
+                    " Planetary days will become shorter.",
+                    " Planetary gravity will become stronger.",
+                ],
+            ),
+            expected(
+                ARC_C_2,
+                ANSWER_IS,
+                [
+                    " buildings will be built faster",
+                    " buildings will be made safer",
+                    " building designs will look nicer",
+                    " building materials will be cheaper",
+                ],
+            ),
+        ],
+    ),
+    "dcpmi_obqa": (
+        500,
+        [1, 0],
+        [
+            expected(
+                OBQA_1,
+                ANSWER_IS,
+                [
+                    " make more phone calls",
+                    " quit eating lunch out",
+                    " buy less with monopoly money",
+                    " have lunch with friends",
+                ],
+            ),
+            expected(OBQA_2, ANSWER_IS, [" a marsh", " a tundra", " the plains", " a desert"]),
+        ],
+    ),
+    "dcpmi_cqa": (
+        1221,
+        [0, 0],
+        [
+            expected(
+                CQA_1,
+                ANSWER_IS,
+                [' "bank"', ' "library"', ' "department store"', ' "mall"', ' "new york"'],
+            ),
+            expected(
+                CQA_2,
+                ANSWER_IS,
+                [
+                    ' "complete job"',
+                    ' "learn from each other"',
+                    ' "kill animals"',
+                    ' "wear hats"',
+                    ' "talk to each other"',
+                ],
+            ),
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FIRST_TWO))
+def test_item_count_and_first_two_documents(tasks, name):
+    count, golds, requests = FIRST_TWO[name]
+    task = tasks(name)
+    assert len(task.eval_docs) == count
+    assert [task.eval_docs[i]["gold"] for i in range(2)] == golds
+    assert request_pairs(task, 2) == requests
+
+
+def test_all_eight_are_in_the_mcqa_tag(task_manager):
+    assert set(FIRST_TWO) <= task_manager.task_index["dcpmi_mcqa"].tags
+
+
+@pytest.mark.parametrize("name", list(FIRST_TWO))
+def test_no_delimiter_between_premise_and_option(tasks, name):
+    assert tasks(name).config.target_delimiter == ""
+
+
+# StoryCloze: a premise that ends in neither '.' nor '!' gets a '.'.
+@pytest.mark.parametrize(
+    ("index", "premise_end"),
+    [
+        (92, "He said she was beautiful in any dress she chose!"),  # '!' kept as is
+        (169, "His boss asked him what was he going to do?."),  # '?' is not exempt
+        (177, 'Her mom and dad responded, "go check in your room.".'),
+        (361, "Gina figured she still had a whole day and a half to finish the report."),
+    ],
+)
+def test_storycloze_final_period(tasks, index, premise_end):
+    task = tasks("dcpmi_storycloze")
+    premise = task.doc_to_text(task.eval_docs[index])
+    assert premise.endswith(" " + premise_end)
+    assert not premise.startswith(" ")
+
+
+def test_race_question_without_blank(tasks):
+    task = tasks("dcpmi_race_m")
+    doc = task.eval_docs[3]  # 1.txt, question 4
+    assert task.doc_to_text(doc) == (
+        " " + ARTICLE_M + "\n question: How many leaders are there in one group? \n answer:"
+    )
+    assert task.doc_to_choice(doc) == ["  Three.", "  Four.", "  Two.", "  Five or six."]
+    assert task.domain_premise(doc) == "?"
+    assert doc["gold"] == 0
+
+
+def test_race_leading_period_is_removed(tasks):
+    task = tasks("dcpmi_race_m")
+    doc = task.eval_docs[5]  # 1019.txt, question 2: '. From the passage we know, ...  _  .'
+    assert doc["source"] == "race/test/middle/1019.txt question 2"
+    assert task.doc_to_text(doc).endswith(
+        "\n From the passage we know, when we visit a foreign country,"
+    )
+    assert task.doc_to_choice(doc) == [
+        "  We'd better pay for ourselves. .",
+        "  We should learn their language well. .",
+        "  We'd better pay for others after meal. .",
+        "  We have to learn both their language and culture. .",
+    ]
+    assert doc["gold"] == 3
+
+
+def test_race_question_starting_with_blank(tasks):
+    task = tasks("dcpmi_race_m")
+    doc = task.eval_docs[36]  # 1133.txt, question 2: '_  is mentioned in the passage as ...'
+    assert doc["source"] == "race/test/middle/1133.txt question 2"
+    premise = task.doc_to_text(doc)
+    assert premise.startswith(" Kitesurfing as a water sport began in the 1980s,")
+    # The premise ends in '\n ' (the spec's 40 RACE-M items); lm-eval's models move that
+    # whitespace into the continuation when they tokenise.
+    assert premise.endswith("provides professional kitesurfing training and equipments.\n ")
+    assert task.doc_to_choice(doc) == [
+        "  Water is mentioned in the passage as the power of kitesurfing.",
+        "  Wind is mentioned in the passage as the power of kitesurfing.",
+        "  The sun is mentioned in the passage as the power of kitesurfing.",
+        "  The kite is mentioned in the passage as the power of kitesurfing.",
+    ]
+    assert doc["gold"] == 1
+
+
+def test_arc_numeric_labels_and_other_option_counts(tasks):
+    task = tasks("dcpmi_arc_easy")
+    numeric = task.eval_docs[14]  # labels 1-4, answerKey "2"
+    assert task.doc_to_text(numeric) == "All living and nonliving material is composed of"
+    assert task.doc_to_choice(numeric) == [" air", " elements", " water", " soil"]
+    assert numeric["gold"] == 1
+    three = task.eval_docs[93]
+    assert task.doc_to_choice(three) == [" decrease", " increase", " remain the same"]
+    assert three["gold"] == 1
+    five = task.eval_docs[500]
+    assert task.doc_to_text(five) == "What gas in the air do we need to breathe in order to live?"
+    assert task.doc_to_choice(five) == [
+        " nitrogen",
+        " oxygen",
+        " carbon dioxide",
+        " hydrogen",
+        " water vapor",
+    ]
+    assert five["gold"] == 1
+
+
+@pytest.mark.parametrize(
+    ("index", "premise"),
+    [
+        (
+            102,  # no final punctuation: nothing dropped
+            " When learning about the world and different cultures, what is important if you "
+            "are committed to eliminating preconceived notions? the answer is:",
+        ),
+        (
+            116,  # final '.' dropped
+            " Sailors drive many different types of boats, what type of boat involves their "
+            "namesake? the answer is:",
+        ),
+        (
+            362,  # 'what?.': only the last character is dropped
+            " Batman bought beer.  There were no bottles available.  He had to settle for "
+            "what?? the answer is:",
+        ),
+    ],
+)
+def test_cqa_premise_ending(tasks, index, premise):
+    task = tasks("dcpmi_cqa")
+    assert task.doc_to_text(task.eval_docs[index]) == premise
+
+
+# --------------------------------------------------------------- small good files
+
+
+def write_race(tmp_path, articles: dict[str, object], level: str = "middle") -> None:
+    folder = tmp_path / "race" / "test" / level
+    folder.mkdir(parents=True)
+    for name, article in articles.items():
+        text = article if isinstance(article, str) else json.dumps(article)
+        (folder / name).write_text(text, encoding="utf-8")
+
+
+def load_race(tmp_path, level: str = "middle"):
+    return data.race_folder(f"race/test/{level}", record="race", data_dir=tmp_path)["test"]
+
+
+def race_article(**fields):
+    return {
+        "article": "  An article.\n",
+        "questions": ["What is it?", "It is ____ here."],
+        "options": [["a", "b", "c", "d"], ["w", "x", "y", "z"]],
+        "answers": ["A", "D"],
+        "id": "x.txt",
+        **fields,
+    }
+
+
+def test_race_files_in_name_order_and_four_underscore_blank(tasks, tmp_path):
+    write_race(tmp_path, {"2.txt": race_article(), "10.txt": race_article(answers=["B", "C"])})
+    docs = load_race(tmp_path)
+    assert [d["source"] for d in docs] == [
+        "race/test/middle/10.txt question 1",
+        "race/test/middle/10.txt question 2",
+        "race/test/middle/2.txt question 1",
+        "race/test/middle/2.txt question 2",
+    ]
+    assert [d["gold"] for d in docs] == [1, 2, 0, 3]
+    task = tasks("dcpmi_race_m")
+    # The article is stripped; '____' is split at its first '_', leaving '___'.
+    assert task.doc_to_text(docs[0]) == " An article.\n question: What is it? \n answer:"
+    assert task.doc_to_text(docs[1]) == " An article.\n It is"
+    assert task.doc_to_choice(docs[1]) == [
+        "  w ___ here.",
+        "  x ___ here.",
+        "  y ___ here.",
+        "  z ___ here.",
+    ]
+
+
+def test_cqa_options_are_lower_cased_and_quoted(tasks, tmp_path):
+    (tmp_path / "commonsenseqa").mkdir()
+    row = {
+        "answerKey": "B",
+        "id": "1",
+        "question": {
+            "stem": "Where is it!",
+            "choices": [{"label": "A", "text": "New York"}, {"label": "B", "text": 'a "Big" Box'}],
+        },
+    }
+    (tmp_path / "commonsenseqa" / "dev_rand_split.jsonl").write_text(json.dumps(row) + "\n")
+    doc = data.jsonl("commonsenseqa/dev_rand_split.jsonl", "question_choices", tmp_path)["test"][0]
+    task = tasks("dcpmi_cqa")
+    assert task.doc_to_text(doc) == " Where is it? the answer is:"
+    assert task.doc_to_choice(doc) == [' "new york"', ' "a "big" box"']
+    assert doc["gold"] == 1
+
+
+# --------------------------------------------------------------- small bad files
+
+STORY_HEADER = (
+    "InputStoryid\tInputSentence1\tInputSentence2\tInputSentence3\tInputSentence4\t"
+    "RandomFifthSentenceQuiz1\tRandomFifthSentenceQuiz2\tAnswerRightEnding\n"
+)
+STORY_ROW = "id1\tS one.\tS two.\tS three.\tS four.\tEnd one.\tEnd two.\t1\n"
+
+
+def load_story(tmp_path, text: str):
+    (tmp_path / "storycloze").mkdir()
+    (tmp_path / "storycloze" / "test_spring2016.tsv").write_text(text, encoding="utf-8")
+    return data.tsv("storycloze/test_spring2016.tsv", record="storycloze", data_dir=tmp_path)
+
+
+def test_a_good_storycloze_file_loads(tmp_path):
+    assert load_story(tmp_path, STORY_HEADER + STORY_ROW)["test"][0]["gold"] == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            STORY_HEADER + STORY_ROW + "id2\tS one.\tS two.\tS three.\tS four.\tEnd one.\t1\n",
+            r"test_spring2016.tsv:3: expected 8 fields \(InputStoryid, .*\); the row has",
+        ),
+        (
+            STORY_HEADER.replace("\tRandomFifthSentenceQuiz2", "")
+            + STORY_ROW.replace("\tEnd two.", ""),
+            r"test_spring2016.tsv:2: missing field 'RandomFifthSentenceQuiz2'",
+        ),
+        (
+            STORY_HEADER + STORY_ROW + STORY_ROW.replace("\t1\n", "\t3\n"),
+            r"test_spring2016.tsv:3: AnswerRightEnding '3' is not one of \['1', '2'\]",
+        ),
+        (
+            STORY_HEADER + STORY_ROW + STORY_ROW.replace("End one.", " "),
+            r"test_spring2016.tsv:3: field 'RandomFifthSentenceQuiz1' is empty",
+        ),
+    ],
+    ids=["short-row", "missing-field", "label", "empty-option"],
+)
+def test_bad_storycloze_rows(tmp_path, text, message):
+    with pytest.raises(data.DataError, match=r"^storycloze/" + message):
+        load_story(tmp_path, text)
+
+
+HS_GOOD = {"ind": 0, "ctx": "A man sits. he", "endings": ["a.", "b.", "c.", "d."], "label": 3}
+
+
+def load_jsonl(tmp_path, file: str, record: str, lines: list[str]):
+    (tmp_path / file).parent.mkdir(parents=True)
+    (tmp_path / file).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return data.jsonl(file, record=record, data_dir=tmp_path)
+
+
+def test_a_good_hellaswag_file_loads(tmp_path):
+    # Labels as numbers or as digit strings (consistently, one type per file).
+    lines = [json.dumps({**HS_GOOD, "label": "3"}), "", json.dumps({**HS_GOOD, "label": "1"})]
+    docs = load_jsonl(tmp_path, "hellaswag/hellaswag_val.jsonl", "hellaswag", lines)["test"]
+    assert [d["gold"] for d in docs] == [3, 1]
+    assert [d["source"] for d in docs] == [
+        "hellaswag/hellaswag_val.jsonl:1",
+        "hellaswag/hellaswag_val.jsonl:3",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"ctx": "A man sits. he", "endings": [', r":2: not valid JSON"),
+        ("[1, 2]", r":2: expected a JSON object per line"),
+        (
+            json.dumps({k: v for k, v in HS_GOOD.items() if k != "ctx"}),
+            r":2: missing field 'ctx' \(fields present: endings, ind, label\)",
+        ),
+        (json.dumps({**HS_GOOD, "label": 4}), r":2: label 4 is not one of \[0, 1, 2, 3\]"),
+        (json.dumps({**HS_GOOD, "label": "x"}), r":2: label 'x' is not one of \[0, 1, 2, 3\]"),
+        (
+            json.dumps({**HS_GOOD, "endings": ["a.", "", "c.", "d."]}),
+            r":2: option 2 of 'endings' is empty",
+        ),
+        (json.dumps({**HS_GOOD, "ctx": "  "}), r":2: field 'ctx' is empty"),
+    ],
+    ids=[
+        "bad-json",
+        "not-object",
+        "missing-field",
+        "label",
+        "label-text",
+        "empty-ending",
+        "empty-ctx",
+    ],
+)
+def test_bad_hellaswag_lines(tmp_path, line, message):
+    lines = [json.dumps(HS_GOOD), line]
+    with pytest.raises(data.DataError, match=r"^hellaswag/hellaswag_val\.jsonl" + message):
+        load_jsonl(tmp_path, "hellaswag/hellaswag_val.jsonl", "hellaswag", lines)
+
+
+QC_GOOD = {
+    "id": "q1",
+    "question": {
+        "stem": "What is it?",
+        "choices": [
+            {"text": "one", "label": "A"},
+            {"text": "two", "label": "B"},
+            {"text": "three", "label": "C"},
+            {"text": "four", "label": "D"},
+        ],
+    },
+    "answerKey": "C",
+}
+QC_FILES = [
+    "arc/ARC-Easy-Test.jsonl",
+    "arc/ARC-Challenge-Test.jsonl",
+    "openbookqa/test.jsonl",
+    "commonsenseqa/dev_rand_split.jsonl",
+]
+
+
+def with_question(**fields):
+    return {**QC_GOOD, "question": {**QC_GOOD["question"], **fields}}
+
+
+@pytest.mark.parametrize("file", QC_FILES)
+def test_a_good_question_choices_file_loads(tmp_path, file):
+    numeric = {
+        **QC_GOOD,
+        "question": {
+            "stem": "Which?",
+            "choices": [{"text": t, "label": str(n)} for n, t in enumerate("wxyz", 1)],
+        },
+        "answerKey": "4",
+    }
+    lines = [json.dumps(QC_GOOD), json.dumps(numeric)]
+    docs = load_jsonl(tmp_path, file, "question_choices", lines)["test"]
+    assert [d["gold"] for d in docs] == [2, 3]
+    assert docs[0]["choices"] == ["one", "two", "three", "four"]
+
+
+@pytest.mark.parametrize("file", QC_FILES)
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ('{"id": "q2", "question": {"stem": "Why?"', r":2: not valid JSON"),
+        (
+            json.dumps({**QC_GOOD, "answerKey": "F"}),
+            r":2: answerKey 'F' is not one of \['A', 'B', 'C', 'D'\]",
+        ),
+        (
+            json.dumps({k: v for k, v in QC_GOOD.items() if k != "answerKey"}),
+            r":2: missing field 'answerKey'",
+        ),
+        (
+            json.dumps({k: v for k, v in QC_GOOD.items() if k != "question"}),
+            r":2: missing field 'question'",
+        ),
+        (
+            json.dumps({**QC_GOOD, "question": {"choices": QC_GOOD["question"]["choices"]}}),
+            r":2: missing field 'stem'",
+        ),
+        (
+            json.dumps(
+                with_question(
+                    choices=[*QC_GOOD["question"]["choices"][:2], {"text": " ", "label": "C"}]
+                )
+            ),
+            r":2: option 3 of 'question.choices' is empty",
+        ),
+        (
+            json.dumps(with_question(choices=[{"text": "one", "label": "A"}])),
+            r":2: 'question.choices' must list at least two options",
+        ),
+    ],
+    ids=[
+        "bad-json",
+        "label",
+        "no-answerKey",
+        "no-question",
+        "no-stem",
+        "empty-option",
+        "one-option",
+    ],
+)
+def test_bad_question_choices_lines(tmp_path, file, row, message):
+    lines = [json.dumps(QC_GOOD), row]
+    with pytest.raises(data.DataError, match="^" + file.replace(".", r"\.") + message):
+        load_jsonl(tmp_path, file, "question_choices", lines)
+
+
+@pytest.mark.parametrize("level", ["middle", "high"])
+@pytest.mark.parametrize(
+    ("article", "message"),
+    [
+        (
+            race_article(options=[["a", "b", "c", "d"]]),
+            r"2\.txt: 2 questions, 1 option lists and 2 answers; they must match one to one",
+        ),
+        (
+            {k: v for k, v in race_article().items() if k != "answers"},
+            r"2\.txt: missing field 'answers'",
+        ),
+        ('{"article": "An article.", "questions": [', r"2\.txt: not valid JSON"),
+        ([race_article()], r"2\.txt: expected one JSON object \(a RACE article\) per file"),
+        (
+            race_article(answers=["A", "E"]),
+            r"2\.txt question 2: answer 'E' is not one of \['A', 'B', 'C', 'D'\]",
+        ),
+        (
+            race_article(options=[["a", "b", "c", "d"], ["w", "x", "", "z"]]),
+            r"2\.txt question 2: option 3 of 'options' is empty",
+        ),
+        (
+            race_article(questions=["What is it?", " "]),
+            r"2\.txt question 2: field 'question' is empty",
+        ),
+        (race_article(article=""), r"2\.txt question 1: field 'article' is empty"),
+    ],
+    ids=[
+        "mismatched",
+        "missing",
+        "bad-json",
+        "not-object",
+        "answer",
+        "empty-option",
+        "empty-q",
+        "empty-article",
+    ],
+)
+def test_bad_race_files(tmp_path, level, article, message):
+    write_race(tmp_path, {"1.txt": race_article(), "2.txt": article}, level)
+    with pytest.raises(data.DataError, match=f"^race/test/{level}/" + message):
+        load_race(tmp_path, level)
+
+
+def test_race_folder_without_articles(tmp_path):
+    (tmp_path / "race" / "test" / "high").mkdir(parents=True)
+    with pytest.raises(data.DataError, match=r"^race/test/high: no \*\.txt article files in "):
+        load_race(tmp_path, "high")
