@@ -79,10 +79,14 @@ def run(forwarded: Sequence[str]) -> int:
     finally:
         lm_eval.simple_evaluate = simple_evaluate
     if captured and captured[0]:
-        from lm_eval_dcpmi.report import format_run_table
+        from lm_eval_dcpmi.report import ReportError, format_run_table
 
+        try:
+            table = format_run_table(captured[0])
+        except ReportError:  # the run held no DC-PMI task: lm-eval's own table says it all
+            return 0
         print("\nDC-PMI accuracies (%):\n")
-        print(format_run_table(captured[0]))
+        print(table)
     return 0
 
 

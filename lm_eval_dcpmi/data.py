@@ -244,6 +244,8 @@ def race_folder(file: str, record: str | None = None, data_dir: str | None = Non
         name = f"{file}/{path.name}"
         try:
             article = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(article, dict):
+                raise DataError(f"{name}: expected one JSON object (a RACE article) per file.")
             questions, options, answers = (
                 article["questions"],
                 article["options"],

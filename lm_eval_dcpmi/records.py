@@ -75,7 +75,10 @@ def storycloze(row: Row) -> Row:
 def hellaswag(row: Row) -> Row:
     _text(row, "ctx")
     endings = _options(_field(row, "endings"), "endings")
-    gold = _index(int(_field(row, "label")), range(len(endings)), "label")
+    label = _field(row, "label")
+    if isinstance(label, str) and label.strip().isdigit():  # "3" as well as 3
+        label = int(label)
+    gold = _index(label, range(len(endings)), "label")
     return {**row, "gold": gold}
 
 
@@ -225,7 +228,7 @@ def race(row: Row) -> Row:
     options = _options(_field(row, "options"), "options")
     letters = [chr(ord("A") + i) for i in range(len(options))]
     gold = _index(_field(row, "answer"), letters, "answer")
-    question = _field(row, "question").strip()
+    question = _text(row, "question").strip()
     if question.startswith("."):
         question = question[1:]
     blank = question.find("_")

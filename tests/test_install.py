@@ -41,7 +41,9 @@ def wheel_env(tmp_path_factory) -> Path:
     run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
          str(wheel)], tmp)  # fmt: skip
     site = Path(
-        subprocess.check_output([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True).strip()  # noqa: E501
+        subprocess.check_output(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], text=True
+        ).strip()  # noqa: E501
     )
     (site / "borrowed_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return env_dir
