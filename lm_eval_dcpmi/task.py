@@ -16,6 +16,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from lm_eval import utils as lm_utils
@@ -84,6 +86,7 @@ class DCPMITask(ConfigurableTask):
         # (context, continuation) pairs of each document's requests, for token counts.
         self._request_texts: dict[str, list[tuple[str, str]]] = {}
         self._warned_no_tokenizer = False
+        self._special_tokens_checked = False
 
     # lm-eval's download() warns on every custom_dataset; ours are the plugin's loaders.
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -183,7 +186,37 @@ class DCPMITask(ConfigurableTask):
                 "`tokenizer` in the model args or --metadata); acc_avg and truncated are NaN.",
                 self.config.task,
             )
+        if counter is not None and not self._special_tokens_checked:
+            self._special_tokens_checked = True
+            self._warn_literal_special_tokens(counter.tokenizer)
         return counter
+
+    # ---- options that name a special token, e.g. SST-5's '<|endoftext|>' -------------
+
+    def _warn_literal_special_tokens(self, tokenizer: Any) -> None:
+        """Warn once per task when an option or domain premise names a special token
+        (``<|endoftext|>``, ``</s>``, ...) that this tokenizer does not have: the model
+        then scores the literal characters, not the token the task's author meant."""
+        texts: set[str] = set()
+        for pairs in self._request_texts.values():
+            texts.update(continuation for _context, continuation in pairs)
+            texts.update(context for context, _continuation in pairs[len(pairs) // 2 :])
+        for literal, n_tokens in literal_special_tokens(texts, tokenizer).items():
+            eos = getattr(tokenizer, "eos_token", None)
+            log.warning(
+                "%s: the options or domain premise contain %r, which the tokenizer %s does not "
+                "have as one special token; the model scores these %d characters as ordinary "
+                "text (%d tokens), not as a special token.%s To score another token, copy the "
+                "task's YAML (%s), replace %r there and pass its folder with --include_path.",
+                self.config.task,
+                literal,
+                getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__,
+                len(literal),
+                n_tokens,
+                f" This tokenizer's end-of-sequence token is {eos!r}." if eos else "",
+                (self.config.metadata or {}).get("config_source", "its YAML file"),
+                literal,
+            )
 
 
 def _doc_key(doc: dict) -> str:
@@ -192,6 +225,33 @@ def _doc_key(doc: dict) -> str:
 
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+# Text written like a special token: '<|endoftext|>', '<|im_end|>', '<|eot_id|>' (GPT-2,
+# ChatML, Llama 3 style) or SentencePiece's '<s>' and '</s>'.
+_SPECIAL_LOOKING = re.compile(r"<\|[^<>|\s]+\|>|</?s>")
+
+
+def literal_special_tokens(texts: Iterable[str], tokenizer: Any) -> dict[str, int]:
+    """Special-token-looking substrings of ``texts`` that ``tokenizer`` does not encode as
+    one special (added) token, each with the number of tokens it becomes instead.
+
+    ``'<|endoftext|>'`` is one token for GPT-2-style tokenizers (and SmolLM2); for a
+    tokenizer without it, the harness scores its 13 characters as ordinary text.
+    """
+    found = {match for text in texts for match in _SPECIAL_LOOKING.findall(text)}
+    if not found:
+        return {}
+    special = set(getattr(tokenizer, "all_special_tokens", None) or [])
+    get_added_vocab = getattr(tokenizer, "get_added_vocab", None)
+    if callable(get_added_vocab):
+        special.update(get_added_vocab())
+    literal = {}
+    for text in sorted(found):
+        n_tokens = len(tokenizer.encode(text, add_special_tokens=False))
+        if n_tokens != 1 or text not in special:
+            literal[text] = n_tokens
+    return literal
 
 
 class TokenCounter:
