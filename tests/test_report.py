@@ -1,0 +1,556 @@
+"""Paper-style reports (``lm_eval_dcpmi.report``) on a real lm-eval run and hand-made results."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+import math
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, embedded_model_args_string
+
+from lm_eval_dcpmi import report
+from lm_eval_dcpmi.report import (
+    METHODS,
+    ReportError,
+    TaskRow,
+    csv_report,
+    format_run_table,
+    load_results,
+    markdown_table,
+    report_command,
+    run_from_dict,
+    summary,
+    summary_csv,
+    summary_markdown,
+)
+
+LIMIT = 6
+LABEL = {"acc_unc": "Unc", "acc": "LM", "acc_avg": "Avg", "acc_dcpmi": "DC-PMI"}
+NAN = float("nan")
+
+
+# ---------------------------------------------------------------------------
+# Helpers
+
+
+def entry(unc: float, lm: float, avg: float, dcpmi: float, n: int = 100, **extra) -> dict:
+    """A results row as lm-eval writes it for a DC-PMI task."""
+    return {
+        "alias": "x",
+        "sample_len": n,
+        "acc,none": lm,
+        "acc_stderr,none": 0.01,
+        "acc_avg,none": avg,
+        "acc_avg_stderr,none": 0.01,
+        "acc_unc,none": unc,
+        "acc_unc_stderr,none": 0.01,
+        "acc_dcpmi,none": dcpmi,
+        "acc_dcpmi_stderr,none": 0.01,
+        "truncated,none": 0.0,
+        "truncated_stderr,none": "N/A",
+        **extra,
+    }
+
+
+def results_dict(rows: dict[str, dict], model: str = "gpt2", groups=None, limit=None) -> dict:
+    groups = groups or {}
+    return {
+        "results": rows,
+        **({"groups": {g: rows[g] for g in groups}} if groups else {}),
+        "group_subtasks": groups,
+        "n-samples": {
+            name: {"original": row["sample_len"], "effective": row["sample_len"]}
+            for name, row in rows.items()
+            if name not in groups
+        },
+        "config": {"model": "hf", "model_args": f"pretrained={model}", "limit": limit},
+        "model_name": model,
+    }
+
+
+def md_rows(markdown: str) -> dict[str, list[str]]:
+    """``{first cell: other cells}`` of every table body row in ``markdown``."""
+    rows = {}
+    for line in markdown.splitlines():
+        if line.startswith("| ") and not line.startswith("| Task") and "---" not in line:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0].strip("*")] = cells[1:]
+    return rows
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def expected_best(values: dict[str, float]) -> set[str]:
+    shown = {m: round(100 * v, 1) for m, v in values.items() if not math.isnan(v)}
+    top = max(shown.values())
+    return {m for m, v in shown.items() if v == top}
+
+
+# ---------------------------------------------------------------------------
+# One real lm_eval run for the module
+
+
+GROUP = "dcpmi_report_test"  # a small group, so the real run has a group (mean) row too
+
+
+def _available_tasks() -> list[str]:
+    tasks = ["dcpmi_copa"]
+    if list((ROOT / "task_configs").rglob("dcpmi_cb.yaml")):
+        tasks.append("dcpmi_cb")  # 56 items; a second real task when it exists
+    return tasks
+
+
+def _group_yaml(tasks: list[str]) -> str:
+    metrics = "".join(
+        f"  - {{metric: {m}, aggregation: mean, weight_by_size: false}}\n" for m in METHODS
+    )
+    listed = "".join(f"  - {t}\n" for t in tasks)
+    return f"group: {GROUP}\ntask:\n{listed}aggregate_metric_list:\n{metrics}"
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory, data_dir) -> tuple[Path, dict, list[str]]:
+    """lm_eval's CLI on the embedded model, ~1 min: (output folder, results JSON, tasks).
+
+    The tasks run inside a two-task group (``GROUP``, from --include_path), so the
+    results file has the group's aggregated row as lm-eval writes it.
+    """
+    out = tmp_path_factory.mktemp("lm_eval_out")
+    include = tmp_path_factory.mktemp("include")
+    tasks = _available_tasks()
+    (include / f"{GROUP}.yaml").write_text(_group_yaml(tasks))
+    command = [
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        embedded_model_args_string(),
+        "--device",
+        "cpu",
+        "--batch_size",
+        "8",
+        "--tasks",
+        GROUP,
+        "--include_path",
+        str(include),
+        "--limit",
+        str(LIMIT),
+        "--output_path",
+        str(out),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-4000:]
+    files = list(out.rglob("results_*.json"))
+    assert len(files) == 1, files
+    data = json.loads(files[0].read_text())
+    assert data["group_subtasks"] == {GROUP: tasks}
+    return out, data, tasks
+
+
+def file_of(out: Path) -> Path:
+    return next(out.rglob("results_*.json"))
+
+
+@pytest.mark.slow
+def test_real_table_numbers_equal_results_file(real_run):
+    out, data, tasks = real_run
+    (run,) = load_results([out])
+    # Paper order (copa before cb), then the group's row.
+    assert [row.task for row in run.rows] == [*tasks, GROUP]
+    assert [row.is_group for row in run.rows] == [False] * len(tasks) + [True]
+    assert run.source == file_of(out)
+    assert run.model == "SmolLM2-135M-Instruct.Q4_1"
+    table = md_rows(markdown_table(run))
+    assert list(table) == [*tasks, f"{GROUP} (mean)"]
+    originals = {t: data["n-samples"][t]["original"] for t in tasks}
+    for row in run.rows:
+        values = {m: data["results"][row.task][f"{m},none"] for m in METHODS}
+        cells = table[row.label]
+        if row.is_group:
+            assert cells[0] == f"{LIMIT * len(tasks)} / {sum(originals.values())}"
+        else:
+            assert cells[0] == f"{LIMIT} / {originals[row.task]}"
+            assert row.n == LIMIT
+        best = expected_best(values)
+        for method, cell in zip(METHODS, cells[1:], strict=True):
+            value = values[method]
+            text = "n/a" if math.isnan(value) else f"{100 * value:.1f}"
+            assert cell == (f"**{text}**" if method in best else text), (row.task, method)
+        assert set(row.best) == best
+
+
+@pytest.mark.slow
+def test_real_csv_matches_results_file(real_run):
+    out, data, tasks = real_run
+    rows = list(csv.DictReader(io.StringIO(csv_report(load_results(out)))))
+    assert [r["task"] for r in rows] == [*tasks, GROUP]
+    for row in rows:
+        values = {m: data["results"][row["task"]][f"{m},none"] for m in METHODS}
+        for method in METHODS:
+            assert float(row[LABEL[method]]) == pytest.approx(100 * values[method], abs=0.05)
+        assert set(row["best"].split(";")) == {LABEL[m] for m in expected_best(values)}
+        assert row["limit"] == str(LIMIT)
+        if row["task"] == GROUP:
+            assert (row["is_group"], row["n"], row["truncated"]) == (
+                "1",
+                str(LIMIT * len(tasks)),
+                "",
+            )
+        else:
+            assert (row["is_group"], row["n"], row["truncated"]) == ("0", str(LIMIT), "0")
+
+
+@pytest.mark.slow
+def test_real_run_limit_is_reported(real_run):
+    out, _data, _tasks = real_run
+    (run,) = load_results([file_of(out)])
+    assert run.limit == LIMIT and run.limited
+    text = report.markdown_report([run])
+    assert f"Partial run (--limit {LIMIT})" in text
+    assert f"dcpmi_copa {LIMIT} of 500" in text
+
+
+@pytest.mark.slow
+def test_real_report_command_writes_files_and_figure(real_run, tmp_path, capsys):
+    out, _data, tasks = real_run
+    target = tmp_path / "report"
+    assert report_command([str(out)], str(target)) == 0
+    printed = capsys.readouterr()
+    assert (target / "report.md").read_text() == printed.out
+    assert "| dcpmi_copa |" in printed.out
+    assert (target / "report.csv").is_file()
+    assert not (target / "summary.md").exists()  # one run: no summary
+    (figure,) = target.glob("figure_*.png")
+    assert figure.name == "figure_SmolLM2-135M-Instruct.Q4_1.png"
+    assert png_size(figure) == (1200, 800)
+    assert "wrote" in printed.err
+
+
+@pytest.mark.slow
+def test_real_format_run_table_on_in_memory_dict(real_run):
+    _out, data, tasks = real_run
+    text = format_run_table(data)
+    assert text == format_run_table(copy.deepcopy(data))
+    table = md_rows(text)
+    assert list(table) == [*tasks, f"{GROUP} (mean)"]
+    assert "SmolLM2-135M-Instruct.Q4_1" in text
+
+
+@pytest.mark.slow
+def test_real_summary_over_two_altered_copies(real_run, tmp_path):
+    """Two 'models' from one real file: the copy's numbers changed by hand."""
+    out, data, tasks = real_run
+    small = file_of(out)
+    big_data = copy.deepcopy(data)
+    big_data["model_name"] = big_data["config"]["model_args"]["pretrained"] = "big-model"
+    big_data["config"]["model_args"].pop("gguf_file", None)
+    # big-model: DC-PMI best on copa; on the other task (if any) LM and Avg tie.
+    big_data["results"]["dcpmi_copa"].update(
+        {"acc_unc,none": 0.5, "acc,none": 0.5, "acc_avg,none": 0.5, "acc_dcpmi,none": 1.0}
+    )
+    for task in tasks[1:]:
+        big_data["results"][task].update(
+            {"acc_unc,none": 0.1, "acc,none": 0.6, "acc_avg,none": 0.6, "acc_dcpmi,none": 0.2}
+        )
+    big = tmp_path / "big" / "results_2026-01-01T00-00-00.json"
+    big.parent.mkdir()
+    big.write_text(json.dumps(big_data))
+
+    runs = load_results([small, big])
+    assert [r.model for r in runs] == ["SmolLM2-135M-Instruct.Q4_1", "big-model"]
+    shares = summary(runs)
+    # The real run's expectations, from its own file.
+    small_wins = {m: 0 for m in METHODS}
+    for task in tasks:
+        for m in expected_best({m: data["results"][task][f"{m},none"] for m in METHODS}):
+            small_wins[m] += 1
+    big_wins = {"acc_dcpmi": 1, "acc": len(tasks) - 1, "acc_avg": len(tasks) - 1, "acc_unc": 0}
+    for m in METHODS:
+        assert shares[m]["SmolLM2-135M-Instruct.Q4_1"].wins == small_wins[m]
+        assert shares[m]["big-model"].wins == big_wins[m]
+        assert shares[m]["overall"].wins == small_wins[m] + big_wins[m]
+        assert shares[m]["overall"].tasks == 2 * len(tasks)
+    assert f"| DC-PMI | {100 * small_wins['acc_dcpmi'] / len(tasks):.1f}% (" in (
+        summary_markdown(runs)
+    )
+
+    target = tmp_path / "out"
+    assert report_command([str(small), str(big)], str(target), ["md", "csv", "png"]) == 0
+    assert {p.name for p in target.iterdir()} == {
+        "report.md",
+        "report.csv",
+        "summary.md",
+        "summary.csv",
+        "figure_SmolLM2-135M-Instruct.Q4_1.png",
+        "figure_big-model.png",
+    }
+    for figure in target.glob("*.png"):
+        assert png_size(figure) == (1200, 800)
+    rows = list(csv.reader(io.StringIO((target / "summary.csv").read_text())))
+    assert rows[0] == ["method", "SmolLM2-135M-Instruct.Q4_1", "big-model", "overall"]
+    assert rows[-1] == ["tasks", str(len(tasks)), str(len(tasks)), str(2 * len(tasks))]
+
+
+# ---------------------------------------------------------------------------
+# Marking the best method (hand-made)
+
+
+def test_best_marks_ties_and_nan():
+    data = results_dict(
+        {
+            "dcpmi_copa": entry(0.5, 0.7, 0.7, 0.6),  # LM and Avg tie
+            "dcpmi_cb": entry(0.9, 0.2, NAN, 0.3),  # Avg n/a, Unc wins
+            "dcpmi_rte": entry(0.4, 0.4, 0.4, 0.4),  # four-way tie
+            "dcpmi_sst2": entry(0.30004, 0.29996, 0.1, 0.2),  # equal as shown (30.0)
+            "dcpmi_trec": entry(0.1, 0.2, NAN, 0.2),  # tie beside a NaN
+        }
+    )
+    run = run_from_dict(data)
+    best = {row.task: row.best for row in run.rows}
+    assert best == {
+        "dcpmi_copa": ("acc", "acc_avg"),
+        "dcpmi_rte": METHODS,
+        "dcpmi_cb": ("acc_unc",),
+        "dcpmi_sst2": ("acc_unc", "acc"),
+        "dcpmi_trec": ("acc", "acc_dcpmi"),
+    }
+    table = md_rows(markdown_table(run))
+    assert table["dcpmi_copa"] == ["100", "50.0", "**70.0**", "**70.0**", "60.0"]
+    assert table["dcpmi_cb"] == ["100", "**90.0**", "20.0", "n/a", "30.0"]
+    assert table["dcpmi_rte"] == ["100", "**40.0**", "**40.0**", "**40.0**", "**40.0**"]
+    assert table["dcpmi_sst2"][1:3] == ["**30.0**", "**30.0**"]
+    assert table["dcpmi_trec"] == ["100", "10.0", "**20.0**", "n/a", "**20.0**"]
+    rows = {r["task"]: r for r in csv.DictReader(io.StringIO(csv_report([run])))}
+    assert rows["dcpmi_copa"]["best"] == "LM;Avg"
+    assert rows["dcpmi_cb"]["best"] == "Unc"
+    assert rows["dcpmi_cb"]["Avg"] == "n/a"
+    assert rows["dcpmi_rte"]["best"] == "Unc;LM;Avg;DC-PMI"
+
+
+def test_all_nan_row_has_no_best():
+    row = TaskRow("t", {m: NAN for m in METHODS})
+    assert row.best == ()
+    assert report.dcpmi_gain(row) != report.dcpmi_gain(row)  # NaN
+
+
+def test_task_order_paper_then_unknown_then_group():
+    names = ["zeta_task", "dcpmi_trec", "alpha_task", "dcpmi_cb", "dcpmi_copa", "dcpmi_hellaswag"]
+    rows = {name: entry(0.1, 0.2, 0.3, 0.4) for name in names}
+    rows["dcpmi"] = entry(0.1, 0.2, 0.3, 0.4, n=600)
+    data = results_dict(rows, groups={"dcpmi": ["dcpmi_copa", "dcpmi_cb", "dcpmi_trec"]})
+    run = run_from_dict(data)
+    assert [row.task for row in run.rows] == [
+        "dcpmi_copa",
+        "dcpmi_hellaswag",
+        "dcpmi_cb",
+        "dcpmi_trec",
+        "alpha_task",
+        "zeta_task",
+        "dcpmi",
+    ]
+    group = run.rows[-1]
+    assert group.is_group and group.n == 300 and group.n_total == 300
+    assert "| *dcpmi (mean)* | 300 |" in markdown_table(run)
+    # Group rows are not tasks for the summary.
+    assert summary([run])["acc_dcpmi"]["gpt2"].tasks == 6
+
+
+def test_non_dcpmi_rows_are_left_out():
+    rows = {
+        "dcpmi_copa": entry(0.1, 0.2, 0.3, 0.4),
+        "copa": {"alias": "copa", "acc,none": 0.6, "acc_stderr,none": 0.02, "sample_len": 9},
+    }
+    run = run_from_dict(results_dict(rows))
+    assert [row.task for row in run.rows] == ["dcpmi_copa"]
+
+
+def test_format_run_table_notes_nan_limit_and_truncation():
+    rows = {
+        "dcpmi_copa": entry(0.5, 0.7, NAN, 0.6, n=6),
+        "dcpmi_race_h": entry(0.5, 0.7, 0.8, 0.6, n=6, **{"truncated,none": 2.0}),
+    }
+    data = results_dict(rows, limit=6)
+    data["n-samples"] = {
+        "dcpmi_copa": {"original": 500, "effective": 6},
+        "dcpmi_race_h": {"original": 3498, "effective": 6},
+    }
+    text = format_run_table(data)
+    assert "| dcpmi_copa | 6 / 500 | 50.0 | **70.0** | n/a | 60.0 |" in text
+    assert "--limit 6" in text
+    assert "Avg is n/a" in text
+    assert "dcpmi_race_h 2" in text
+    with pytest.raises(ReportError, match="holds no DC-PMI task"):
+        format_run_table(results_dict({"copa": {"acc,none": 0.5, "sample_len": 5}}))
+
+
+def test_limit_detected_from_n_samples_without_config_limit():
+    data = results_dict({"dcpmi_copa": entry(0.5, 0.7, 0.7, 0.6, n=10)})
+    data["n-samples"]["dcpmi_copa"]["original"] = 500
+    run = run_from_dict(data)
+    assert run.limit is None and run.limited
+    assert "Partial run (--limit)" in report.markdown_report([run])
+
+
+# ---------------------------------------------------------------------------
+# Summary (hand-made)
+
+
+def test_summary_shares_on_two_hand_made_runs(tmp_path):
+    small = results_dict(
+        {
+            "dcpmi_copa": entry(0.5, 0.7, 0.7, 0.6),  # LM, Avg
+            "dcpmi_cb": entry(0.2, 0.3, 0.4, 0.9),  # DC-PMI
+            "dcpmi_rte": entry(0.6, 0.5, NAN, 0.6),  # Unc, DC-PMI
+            "dcpmi_trec": entry(0.2, 0.3, 0.3, 0.3),  # LM, Avg, DC-PMI
+        },
+        model="gpt2",
+    )
+    large = results_dict(
+        {
+            "dcpmi_copa": entry(0.5, 0.7, 0.6, 0.8),  # DC-PMI
+            "dcpmi_cb": entry(0.9, 0.3, 0.4, 0.5),  # Unc
+        },
+        model="gpt2-xl",
+    )
+    paths = []
+    for name, data in (("gpt2", small), ("gpt2-xl", large)):
+        path = tmp_path / name / "results_2026-01-01T00-00-00.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(data))  # NaN written as NaN, as lm-eval does
+        paths.append(path)
+    runs = load_results([tmp_path])  # a folder: one subfolder per model
+    assert [r.model for r in runs] == ["gpt2", "gpt2-xl"]
+    shares = summary(runs)
+    wins = {m: (s["gpt2"].wins, s["gpt2-xl"].wins, s["overall"].wins) for m, s in shares.items()}
+    assert wins == {
+        "acc_unc": (1, 1, 2),
+        "acc": (2, 0, 2),
+        "acc_avg": (2, 0, 2),
+        "acc_dcpmi": (3, 1, 4),
+    }
+    assert shares["acc"]["overall"].tasks == 6
+    text = summary_markdown(runs)
+    assert "| Method | gpt2 | gpt2-xl | overall |" in text
+    assert "| DC-PMI | 75.0% (3/4) | 50.0% (1/2) | 66.7% (4/6) |" in text
+    assert "| Unc | 25.0% (1/4) | 50.0% (1/2) | 33.3% (2/6) |" in text
+    rows = list(csv.reader(io.StringIO(summary_csv(runs))))
+    assert rows == [
+        ["method", "gpt2", "gpt2-xl", "overall"],
+        ["Unc", "25.0", "50.0", "33.3"],
+        ["LM", "50.0", "0.0", "33.3"],
+        ["Avg", "50.0", "0.0", "33.3"],
+        ["DC-PMI", "75.0", "50.0", "66.7"],
+        ["tasks", "4", "2", "6"],
+    ]
+    assert "## Best method, share of tasks" in report.markdown_report(runs)
+
+
+def test_folder_reads_newest_dcpmi_file_per_model(tmp_path):
+    model = tmp_path / "gpt2"
+    model.mkdir()
+    old = results_dict({"dcpmi_copa": entry(0.1, 0.1, 0.1, 0.9)})
+    new = results_dict({"dcpmi_copa": entry(0.9, 0.1, 0.1, 0.1)})
+    (model / "results_2026-01-01T00-00-00.json").write_text(json.dumps(old))
+    (model / "results_2026-02-01T00-00-00.json").write_text(json.dumps(new))
+    # Newer still, but not a DC-PMI run: skipped.
+    plain = results_dict({"copa": {"acc,none": 0.5, "sample_len": 5}})
+    (model / "results_2026-03-01T00-00-00.json").write_text(json.dumps(plain))
+    (run,) = load_results([tmp_path])
+    assert run.source.name == "results_2026-02-01T00-00-00.json"
+    # Both files given explicitly: two runs of one model, told apart by date.
+    runs = load_results(sorted(model.glob("results_2026-0[12]*.json")))
+    assert [r.model for r in runs] == ["gpt2 [2026-01-01T00-00-00]", "gpt2 [2026-02-01T00-00-00]"]
+    # The same file twice is read once.
+    assert len(load_results([tmp_path, model / "results_2026-02-01T00-00-00.json"])) == 1
+
+
+# ---------------------------------------------------------------------------
+# Refusals
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json at all", "not an lm-eval results file (not JSON"),
+        ("[1, 2, 3]", "not an lm-eval results file (no 'results' object"),
+        ('{"config": {}}', "not an lm-eval results file (no 'results' object"),
+        (
+            json.dumps(results_dict({"copa": {"acc,none": 0.5, "sample_len": 5}})),
+            "holds no DC-PMI task (tasks: copa)",
+        ),
+    ],
+)
+def test_refuses_other_files(tmp_path, capsys, content, message):
+    path = tmp_path / "results_x.json"
+    path.write_text(content)
+    with pytest.raises(ReportError) as caught:
+        load_results([path])
+    text = str(caught.value)
+    assert message in text and str(path) in text and "\n" not in text
+    assert report_command([str(path)], str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert err == f"dcpmi report: error: {text}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_refuses_binary_missing_and_empty_folder(tmp_path):
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    with pytest.raises(ReportError, match="not an lm-eval results file"):
+        load_results([binary])
+    with pytest.raises(ReportError, match="no such file or folder"):
+        load_results([tmp_path / "missing.json"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ReportError, match="no results_\\*.json under this folder"):
+        load_results([empty])
+    plain = tmp_path / "plain" / "m"
+    plain.mkdir(parents=True)
+    (plain / "results_2026-01-01T00-00-00.json").write_text(
+        json.dumps(results_dict({"copa": {"acc,none": 0.5, "sample_len": 5}}))
+    )
+    with pytest.raises(ReportError, match="no DC-PMI results under this folder"):
+        load_results([tmp_path / "plain"])
+
+
+# ---------------------------------------------------------------------------
+# Figure and command line (hand-made)
+
+
+def test_figure_size_with_nan_and_group(tmp_path):
+    rows = {f"dcpmi_{t}": entry(0.2, 0.5, NAN, 0.6) for t in ("copa", "cb", "rte", "sst2")}
+    rows["dcpmi"] = entry(0.2, 0.5, NAN, 0.6, n=400)
+    run = run_from_dict(results_dict(rows, groups={"dcpmi": list(rows)[:-1]}))
+    path = report.plot_run(run, tmp_path / "f.png")
+    assert png_size(path) == (1200, 800)
+    path = report.plot_run(run, tmp_path / "small.png", figsize=(6, 4), dpi=50)
+    assert png_size(path) == (300, 200)
+
+
+def test_argparse_pair(tmp_path, capsys):
+    import argparse
+
+    path = tmp_path / "results_2026-01-01T00-00-00.json"
+    path.write_text(json.dumps(results_dict({"dcpmi_copa": entry(0.1, 0.2, 0.3, 0.4)})))
+    parser = report.add_arguments(argparse.ArgumentParser(prog="dcpmi report"))
+    args = parser.parse_args([str(path), "--out", str(tmp_path / "o"), "--format", "md,csv"])
+    assert report.run(args) == 0
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["report.csv", "report.md"]
+    assert "| dcpmi_copa | 100 | 10.0 | 20.0 | 30.0 | **40.0** |" in capsys.readouterr().out
+    args = parser.parse_args([str(path), "--format", "pdf"])
+    assert report.run(args) == 2
+    assert "unknown format 'pdf'" in capsys.readouterr().err
