@@ -1,0 +1,180 @@
+"""DC-PMI added to a user's own lm-eval multiple-choice task in a few YAML lines, run
+through the real `lm_eval` CLI with --include_path (a made-up dataset written here)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import embedded_model_args_string
+
+from lm_eval_dcpmi.task import DCPMIConfigError
+
+QUESTIONS = [
+    {"question": "What colour is fresh snow?", "choices": ["white", "black", "green"], "label": 0},
+    {"question": "Which animal barks?", "choices": ["a cat", "a dog", "a fish"], "label": 1},
+    {"question": "How many legs has a spider?", "choices": ["six", "four", "eight"], "label": 2},
+]
+
+# The user's existing task: nothing DC-PMI about it.
+BASE_YAML = """\
+task: quiz
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_choice: choices
+doc_to_target: label
+"""
+
+# Derived DC-PMI variants: `include:` the user's YAML, add the class and a domain premise.
+VARIANTS = {
+    "quiz_dcpmi_field": """\
+include: quiz.yaml
+task: quiz_dcpmi_field
+class: !function lm_eval_dcpmi.task.DCPMITask
+domain_premise: "\\nAnswer:"
+""",
+    "quiz_dcpmi_jinja": """\
+include: quiz.yaml
+task: quiz_dcpmi_jinja
+class: !function lm_eval_dcpmi.task.DCPMITask
+doc_to_choice: "{{ choices | map('upper') | list }}"
+target_delimiter: " -> "
+domain_premise: "{{ question.split()[0] }} Answer:"
+""",
+    "quiz_dcpmi_list": """\
+include: quiz.yaml
+task: quiz_dcpmi_list
+class: !function lm_eval_dcpmi.task.DCPMITask
+doc_to_text: "Question: {{question}} Is it the first option?\\nAnswer:"
+doc_to_choice: [" yes", " no"]
+doc_to_target: "{{ 0 if label == 0 else 1 }}"
+target_delimiter: ""
+domain_premise: " Is it the first option?\\nAnswer:"
+""",
+}
+
+
+def write_tasks(folder: Path, variants: dict[str, str]) -> None:
+    data = folder / "quiz.jsonl"
+    data.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    (folder / "quiz.yaml").write_text(BASE_YAML.format(data=data))
+    for name, text in variants.items():
+        (folder / f"{name}.yaml").write_text(text)
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("user_tasks")
+    write_tasks(folder, VARIANTS)
+    output = folder / "out"
+    command = [
+        str(Path(sys.executable).with_name("lm_eval")),
+        "--model", "hf", "--model_args", embedded_model_args_string(), "--device", "cpu",
+        "--include_path", str(folder), "--tasks", ",".join(VARIANTS),
+        "--log_samples", "--output_path", str(output),
+    ]  # fmt: skip
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    return output
+
+
+def samples(output: Path, task: str) -> list[dict]:
+    (path,) = output.rglob(f"samples_{task}_*.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+EXPECTED_FIRST_REQUESTS = {
+    # doc_to_choice as a field, lm-eval's default delimiter " " in both requests
+    "quiz_dcpmi_field": [
+        ("Question: What colour is fresh snow?\nAnswer:", " white"),
+        ("Question: What colour is fresh snow?\nAnswer:", " black"),
+        ("Question: What colour is fresh snow?\nAnswer:", " green"),
+        ("\nAnswer:", " white"),
+        ("\nAnswer:", " black"),
+        ("\nAnswer:", " green"),
+    ],
+    # a Jinja doc_to_choice and the user's own delimiter, repeated after the domain premise
+    "quiz_dcpmi_jinja": [
+        ("Question: What colour is fresh snow?\nAnswer:", " -> WHITE"),
+        ("Question: What colour is fresh snow?\nAnswer:", " -> BLACK"),
+        ("Question: What colour is fresh snow?\nAnswer:", " -> GREEN"),
+        ("What Answer:", " -> WHITE"),
+        ("What Answer:", " -> BLACK"),
+        ("What Answer:", " -> GREEN"),
+    ],
+    # a list doc_to_choice whose options carry their own space
+    "quiz_dcpmi_list": [
+        ("Question: What colour is fresh snow? Is it the first option?\nAnswer:", " yes"),
+        ("Question: What colour is fresh snow? Is it the first option?\nAnswer:", " no"),
+        (" Is it the first option?\nAnswer:", " yes"),
+        (" Is it the first option?\nAnswer:", " no"),
+    ],
+}
+
+
+@pytest.mark.parametrize("task", list(VARIANTS))
+def test_user_task_gets_the_four_metrics(cli_run, task):
+    logged = samples(cli_run, task)
+    assert len(logged) == 3
+    first = [(a["arg_0"], a["arg_1"]) for a in logged[0]["arguments"].values()]
+    assert first == EXPECTED_FIRST_REQUESTS[task]
+    for sample in logged:
+        lls = np.array([float(r[0][0]) for r in sample["resps"]])
+        n = len(lls) // 2
+        gold = int(sample["target"]) if sample["target"].isdigit() else None
+        if gold is None:  # the target was rendered as the option text
+            options = [a["arg_1"] for a in sample["arguments"].values()][:n]
+            gold = options.index(sample["target"])
+        assert sample["acc"] == float(np.argmax(lls[:n]) == gold)
+        assert sample["acc_unc"] == float(np.argmax(lls[n:]) == gold)
+        assert sample["acc_dcpmi"] == float(np.argmax(lls[:n] - lls[n:]) == gold)
+        assert sample["acc_avg"] in (0.0, 1.0)
+    (results_file,) = cli_run.rglob("results_*.json")
+    row = json.loads(results_file.read_text())["results"][task]
+    assert row["acc_dcpmi,none"] == pytest.approx(np.mean([s["acc_dcpmi"] for s in logged]))
+
+
+def load(folder: Path, task: str):
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(folder)).load([task])["tasks"][task]
+
+
+@pytest.mark.parametrize(
+    ("yaml_lines", "expected"),
+    [
+        ("", r"quiz_bad .*needs a domain premise.*add a line such as"),
+        (
+            'domain_premise: "x"\noutput_type: loglikelihood\n',
+            r"needs `output_type: multiple_choice`, not 'loglikelihood'",
+        ),
+    ],
+)
+def test_misuse_is_refused_when_the_task_loads(tmp_path, yaml_lines, expected):
+    bad = "include: quiz.yaml\ntask: quiz_bad\nclass: !function lm_eval_dcpmi.task.DCPMITask\n"
+    write_tasks(tmp_path, {"quiz_bad": bad + yaml_lines})
+    with pytest.raises(DCPMIConfigError, match=expected):
+        load(tmp_path, "quiz_bad")
+
+
+def test_domain_premise_rendering_empty_is_refused(tmp_path):
+    bad = textwrap.dedent("""\
+        include: quiz.yaml
+        task: quiz_bad
+        class: !function lm_eval_dcpmi.task.DCPMITask
+        domain_premise: "{{ '' if label == 1 else 'Answer:' }}"
+    """)
+    write_tasks(tmp_path, {"quiz_bad": bad})
+    task = load(tmp_path, "quiz_bad")
+    with pytest.raises(DCPMIConfigError, match=r"renders empty"):
+        task.build_all_requests(limit=3, rank=0, world_size=1)
