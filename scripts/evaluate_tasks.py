@@ -26,7 +26,12 @@ def main() -> None:
     parser.add_argument("--model", default="hf", help="hf or hf-prefix")
     parser.add_argument("--batch_size", type=int, default=8)
     parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     from lm_eval import simple_evaluate
     from lm_eval.api.registry import get_model
@@ -52,6 +57,7 @@ def main() -> None:
             merged.setdefault(key, {}).update(results.get(key, {}))
         merged["config"] = results["config"] | {"model": args.model, "model_args": model_args}
     merged["dcpmi_task_seconds"] = seconds
+    merged["dcpmi_threads"] = args.threads
     merged["date"] = time.time()
 
     args.out.mkdir(parents=True, exist_ok=True)
