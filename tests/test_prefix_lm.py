@@ -1,0 +1,245 @@
+"""``hf-prefix`` (PrefixHFLM) scores every request exactly as ``hf`` does.
+
+The embedded model is loaded once (the ``hf_lm`` fixture); ``PrefixHFLM`` wraps the
+same weights, so the two backends differ only in how they drive the model. Scores
+are compared within 1e-4: ``hf`` itself moves by up to ~3e-5 between batch sizes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import load_task, request_pairs
+
+TOLERANCE = 1e-4
+
+# Real documents per task: (task, documents). RACE-H: the shortest premises among the
+# first 40 questions (a RACE premise is a whole article; hf forwards it 8 times).
+TASK_DOCS = [("dcpmi_copa", 4), ("dcpmi_sst5", 2), ("dcpmi_boolq", 3), ("dcpmi_race_h", 1)]
+
+
+def _instances(pairs):
+    from lm_eval.api.instance import Instance
+
+    return [
+        Instance(request_type="loglikelihood", doc={}, arguments=tuple(pair), idx=i)
+        for i, pair in enumerate(pairs)
+    ]
+
+
+def _prefix_lm(hf_lm, **kwargs):
+    from lm_eval_dcpmi.prefix_lm import PrefixHFLM
+
+    kwargs.setdefault("batch_size", 8)
+    return PrefixHFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", **kwargs)
+
+
+def _plain_lm(hf_lm, **kwargs):
+    from lm_eval.models.huggingface import HFLM
+
+    return HFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", **kwargs)
+
+
+@pytest.fixture(scope="session")
+def prefix_lm(hf_lm):
+    """PrefixHFLM on the weights of ``hf_lm`` (no second load)."""
+    lm = _prefix_lm(hf_lm)
+    assert lm._prefix_supported(), "the self-check should accept SmolLM2 (a plain Llama)"
+    return lm
+
+
+def _assert_same(expected, got, labels):
+    assert len(expected) == len(got)
+    for (want_ll, want_greedy), (ll, greedy), label in zip(expected, got, labels, strict=True):
+        assert abs(want_ll - ll) <= TOLERANCE, f"{label}: hf {want_ll} vs hf-prefix {ll}"
+        assert want_greedy == greedy, f"{label}: is_greedy hf {want_greedy} vs {greedy}"
+
+
+def _task_pairs(task_manager, name: str, n_docs: int) -> list[tuple[str, str]]:
+    try:
+        task = load_task(task_manager, name)
+    except (KeyError, ValueError) as err:  # a task another change has not added yet
+        pytest.skip(f"{name} does not load: {err}")
+    if name == "dcpmi_race_h":
+        docs = request_pairs(task, 40)
+        docs.sort(key=lambda pairs: len(pairs[0][0]))
+        return [pair for doc in docs[:n_docs] for pair in doc]
+    return [pair for doc in request_pairs(task, n_docs) for pair in doc]
+
+
+def test_registered_name_resolves_to_prefix_lm():
+    from lm_eval.api.registry import get_model
+
+    from lm_eval_dcpmi.prefix_lm import PrefixHFLM
+
+    assert get_model("hf-prefix") is PrefixHFLM
+
+
+class ForwardTokens:
+    """Counts the token positions passed to a model's forward calls."""
+
+    def __init__(self, model):
+        self.tokens = 0
+        self.model = model
+
+    def __enter__(self):
+        def count(_module, args, kwargs):
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            self.tokens += ids.numel()
+
+        self.handle = self.model.register_forward_pre_hook(count, with_kwargs=True)
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+
+
+@pytest.mark.parametrize(("name", "n_docs"), TASK_DOCS)
+def test_task_requests_score_as_hf(hf_lm, prefix_lm, task_manager, name, n_docs):
+    pairs = _task_pairs(task_manager, name, n_docs)
+    # Exercise duplicates too: the first request twice more, in different places.
+    pairs = [pairs[0], *pairs, pairs[0]]
+    with ForwardTokens(hf_lm.model) as hf_count:
+        expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    with ForwardTokens(prefix_lm.model) as prefix_count:
+        got = prefix_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    _assert_same(expected, got, [f"{name} {pair!r:.80}" for pair in pairs])
+    assert got[0] == got[-1] == got[1]
+    # The point of hf-prefix: a shared premise goes through the model once.
+    assert prefix_count.tokens <= hf_count.tokens
+    if name == "dcpmi_race_h":
+        assert 3 * prefix_count.tokens < hf_count.tokens
+
+
+def _generic_pairs() -> list[tuple[str, str]]:
+    """A loglikelihood request set of the kind lm-eval's own tasks send."""
+    story = "The quick brown fox jumps over the lazy dog. The dog sleeps on"
+    return [
+        (story, " the porch."),
+        (story, " the porch."),  # identical request
+        (story, " a"),  # one-token continuation, same context
+        (story, " the"),
+        (story + " ", "the mat."),  # trailing space moves into the continuation
+        ("Question: What is 2 + 2?\nAnswer:", " 4"),
+        ("Question: What is 2 + 2?\nAnswer:", " four, as everyone knows"),
+        ("", "Hello world, this is an empty context."),  # prefix-token case
+        ("", "Hello"),
+        ("A", " B C D E F G H I J K L M N O P"),
+        ("Paris is the capital of", " France"),
+        ("Paris is the capital of", " Germany"),
+    ]
+
+
+def test_generic_requests_and_batch_sizes(hf_lm, prefix_lm):
+    pairs = _generic_pairs()
+    expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    _assert_same(expected, prefix_lm.loglikelihood(_instances(pairs), disable_tqdm=True), pairs)
+    for batch_size in (1, "auto"):  # "auto": HFLM's probe, here from at most 4 rows
+        lm = _prefix_lm(hf_lm, batch_size=batch_size, max_batch_size=4)
+        got = lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+        _assert_same(expected, got, [f"batch_size={batch_size} {p!r}" for p in pairs])
+
+
+def test_greedy_continuations(hf_lm, prefix_lm):
+    """is_greedy is True for the model's own greedy tokens, at any continuation length."""
+    import torch
+
+    context = hf_lm.tok_encode("Once upon a time, there was a")
+    tokens = list(context)
+    with torch.no_grad():
+        for _ in range(4):
+            tokens.append(int(hf_lm.model(torch.tensor([tokens])).logits[0, -1].argmax()))
+    greedy = tokens[len(context) :]
+    requests = [(("g", str(n)), context, greedy[:n]) for n in (1, 2, 4)]
+    requests.append((("not", "greedy"), context, [*greedy[:2], (greedy[2] + 1) % 1000]))
+    expected = hf_lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    got = prefix_lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    _assert_same(expected, got, [r[0] for r in requests])
+    assert [g for _, g in got] == [True, True, True, False]
+
+
+def test_left_truncation_matches_hf(hf_lm, task_manager):
+    """Requests longer than max_length are left-truncated as hf does (hf's own path)."""
+    pairs = _task_pairs(task_manager, "dcpmi_race_h", 1) + _task_pairs(
+        task_manager, "dcpmi_copa", 2
+    )
+    hf_short = _plain_lm(hf_lm, batch_size=8, max_length=48)
+    prefix_short = _prefix_lm(hf_lm, max_length=48)
+    lengths = [sum(map(len, prefix_short._encode_pair(*p))) for p in pairs]
+    assert any(n > 49 for n in lengths) and any(n <= 49 for n in lengths)
+    expected = hf_short.loglikelihood(_instances(pairs), disable_tqdm=True)
+    got = prefix_short.loglikelihood(_instances(pairs), disable_tqdm=True)
+    _assert_same(expected, got, pairs)
+
+
+def test_cache_hook_sees_every_request(prefix_lm):
+    pairs = _generic_pairs()
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def add_partial(self, attr, req, res):
+            self.calls.append((attr, req, res))
+
+    recorder, saved = Recorder(), prefix_lm.cache_hook
+    prefix_lm.set_cache_hook(recorder)
+    try:
+        got = prefix_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    finally:
+        prefix_lm.set_cache_hook(saved)
+    assert sorted(recorder.calls) == sorted(
+        ("loglikelihood", pair, answer) for pair, answer in zip(pairs, got, strict=True)
+    )
+
+
+def test_rolling_loglikelihood_is_hfs(hf_lm, prefix_lm):
+    from lm_eval.api.instance import Instance
+
+    text = "The quick brown fox jumps over the lazy dog. " * 3
+    request = [Instance("loglikelihood_rolling", {}, (text,), 0)]
+    expected = hf_lm.loglikelihood_rolling(request, disable_tqdm=True)
+    assert prefix_lm.loglikelihood_rolling(request, disable_tqdm=True) == pytest.approx(
+        expected, abs=TOLERANCE
+    )
+
+
+def test_falls_back_to_hf_when_cache_unusable(hf_lm, monkeypatch):
+    from lm_eval_dcpmi import prefix_lm as module
+
+    monkeypatch.setattr(module, "_layer_tensors", lambda cache: None)
+    lm = _prefix_lm(hf_lm)
+    assert not lm._prefix_supported()
+    pairs = _generic_pairs()[:4]
+    expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    _assert_same(expected, lm.loglikelihood(_instances(pairs), disable_tqdm=True), pairs)
+
+
+def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
+    """A real lm-eval run: the four DC-PMI metrics with hf-prefix are hf's."""
+    from lm_eval import simple_evaluate
+
+    from lm_eval_dcpmi.scoring import METRICS
+
+    tasks = ["dcpmi_copa", "dcpmi_boolq"]
+    available = [t for t in tasks if t in task_manager.all_tasks]
+    assert "dcpmi_copa" in available
+
+    def run(lm):
+        out = simple_evaluate(
+            model=lm,
+            tasks=available,
+            limit=4,
+            task_manager=task_manager,
+            bootstrap_iters=0,
+            log_samples=False,
+        )
+        return out["results"]
+
+    expected, got = run(hf_lm), run(prefix_lm)
+    for task in available:
+        for metric in METRICS:
+            key = f"{metric},none"
+            want, value = expected[task][key], got[task][key]
+            assert (math.isnan(want) and math.isnan(value)) or want == value, (task, metric)
