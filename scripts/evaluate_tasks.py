@@ -38,8 +38,7 @@ def main() -> None:
     from lm_eval.tasks import TaskManager
     from lm_eval.utils import handle_non_serializable
 
-    from lm_eval_dcpmi import report
-    from lm_eval_dcpmi import embedded
+    from lm_eval_dcpmi import embedded, report
 
     model_args = embedded.model_args()
     lm = get_model(args.model)(**model_args, device="cpu", batch_size=args.batch_size)
