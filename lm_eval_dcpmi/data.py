@@ -26,6 +26,7 @@ from typing import Any
 import datasets
 
 from lm_eval_dcpmi import records
+from lm_eval_dcpmi.errors import DataError
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +82,6 @@ UPSTREAM: dict[str, tuple[str, str | None]] = {
     "agnews/test.csv": (f"{_GITHUB}/tonyzhaozh/few-shot-learning/main/data/agnews/test.csv", None),
     "trec/test.txt": (f"{_GITHUB}/tonyzhaozh/few-shot-learning/main/data/trec/test.txt", None),
 }
-
-
-class DataError(ValueError):
-    """A data file is missing or holds a record the task cannot score."""
 
 
 def locate(file: str, data_dir: str | os.PathLike | None = None) -> Path:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from conftest import embedded_model_args_string
 
-from lm_eval_dcpmi.task import DCPMIConfigError
+from lm_eval_dcpmi.errors import DCPMIConfigError
 
 QUESTIONS = [
     {"question": "What colour is fresh snow?", "choices": ["white", "black", "green"], "label": 0},

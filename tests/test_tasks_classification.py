@@ -15,7 +15,7 @@ import pytest
 from conftest import load_task, request_pairs
 
 from lm_eval_dcpmi import data, records
-from lm_eval_dcpmi.task import TokenCounter, literal_special_tokens
+from lm_eval_dcpmi.tokens import TokenCounter, literal_special_tokens
 
 CLASSIFICATION_TASKS = [
     "dcpmi_boolq",
