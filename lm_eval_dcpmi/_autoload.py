@@ -15,12 +15,14 @@ one small module. Set ``LM_EVAL_DCPMI_AUTOLOAD=0`` to switch the hook off.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib.abc
 import importlib.machinery
 import inspect
 import os
 import sys
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -44,8 +46,26 @@ def with_plugin_path(include_path: object) -> list:
     return given if ours.resolve() in resolved else [ours, *given]
 
 
+# The TaskManager that is loading tasks right now (set around its `_load_spec`), else the
+# one constructed last: `derive.with_base_task` looks a `base_task` up in its index, so
+# that a base task from the user's --include_path is found.
+_loading_task_manager: contextvars.ContextVar = contextvars.ContextVar(
+    "dcpmi_loading_task_manager", default=None
+)
+_last_task_manager: weakref.ref | None = None
+
+
+def current_task_manager() -> object | None:
+    """The ``TaskManager`` loading tasks now, else the last one constructed, else None."""
+    loading = _loading_task_manager.get()
+    if loading is not None:
+        return loading
+    return _last_task_manager() if _last_task_manager is not None else None
+
+
 def patch_task_manager(module: ModuleType) -> None:
-    """Wrap ``TaskManager.__init__`` so that it always indexes the plugin's tasks."""
+    """Wrap ``TaskManager.__init__`` so that it always indexes the plugin's tasks, and
+    remember which manager loads tasks (see ``current_task_manager``)."""
     task_manager = module.TaskManager
     original = task_manager.__init__
     if getattr(original, "_dcpmi_patched", False):
@@ -54,13 +74,28 @@ def patch_task_manager(module: ModuleType) -> None:
 
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
+        global _last_task_manager
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         bound.arguments["include_path"] = with_plugin_path(bound.arguments.get("include_path"))
         original(*bound.args, **bound.kwargs)
+        _last_task_manager = weakref.ref(self)
 
     __init__._dcpmi_patched = True
     task_manager.__init__ = __init__
+
+    load_spec = getattr(task_manager, "_load_spec", None)  # private: absent -> last one built
+    if load_spec is not None:
+
+        @functools.wraps(load_spec)
+        def _load_spec(self, *args, **kwargs):
+            token = _loading_task_manager.set(self)
+            try:
+                return load_spec(self, *args, **kwargs)
+            finally:
+                _loading_task_manager.reset(token)
+
+        task_manager._load_spec = _load_spec
 
 
 def register_models(_models: ModuleType) -> None:
