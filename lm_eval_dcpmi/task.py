@@ -5,26 +5,34 @@ A task YAML opts in with two lines::
     class: !function lm_eval_dcpmi.task.DCPMITask
     domain_premise: " the answer is:"      # a Jinja template over the document
 
+(or starts from a registered task with ``base_task: arc_easy``, see ``derive``).
 For every option the task sends lm-eval's usual request ``(premise, option)`` and a
-second one ``(domain premise, option)``; ``process_results`` turns the two
-loglikelihoods (and the option's token count) into the four accuracies of
-``scoring.accuracies``.
+second one ``(domain context, option)``. The domain context is built by lm-eval's own
+prompt builder with the domain premise in place of the document's text: the same system
+instruction, description and chat template, no few-shot examples (the authors' rule),
+and the premise's trailing whitespace, so that both requests score the very same
+continuation text. Every document is checked, and the token counts taken, when the
+requests are built, before the model runs; ``process_results`` then only combines
+numbers (``scoring.accuracies``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
-from lm_eval.api.metrics import mean
+from lm_eval.api.registry import DEFAULT_METRIC_REGISTRY, metric_registry, register_metric
 from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, accuracies
-from lm_eval_dcpmi.tokens import TokenCounter, literal_special_tokens, token_counter_for
+from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, METHODS, accuracies
+from lm_eval_dcpmi.tokens import TokenCounter, counter_for_metadata, literal_special_tokens
 
 log = logging.getLogger(__name__)
 
@@ -40,167 +48,371 @@ lm_utils.env.filters.setdefault("affix", affix)
 
 
 def total(items: list[float]) -> float:
-    """Aggregation for counts (requests truncated): their sum."""
+    """Aggregation for per-task counts (requests truncated, documents unranked): their sum."""
     return float(sum(items))
 
 
+class _QuietOwnDatasets(logging.Filter):
+    """Drops lm-eval's per-task advice on custom_dataset kwargs for the plugin's own tasks
+    (their loaders take the data folder from --metadata already, as the README says)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith("dcpmi_") and ": Custom kwargs can be passed" in message)
+
+
+logging.getLogger("lm_eval.api.task").addFilter(_QuietOwnDatasets())
+
+
+def _per_document(items: Any) -> Any:  # lm-eval's own metric functions pass values through
+    return items
+
+
+# Register the plugin's metrics with lm-eval, so that a metric_list names them like its own.
+for _metric in (*ACCURACIES, *COUNTS):
+    if _metric not in metric_registry:
+        register_metric(
+            metric=_metric,
+            higher_is_better=_metric in ACCURACIES,
+            output_type="multiple_choice",
+            aggregation="mean",
+        )(_per_document)
+
+
+def dcpmi_metric_list(configured: Sequence[dict] | None) -> list[dict]:
+    """The task's own metrics (lm-eval's multiple-choice defaults when it names none),
+    then the plugin's accuracies (mean) and counts (sum) that it does not name."""
+    if configured is None:
+        configured = [
+            {"metric": name, "aggregation": "mean", "higher_is_better": True}
+            for name in DEFAULT_METRIC_REGISTRY["multiple_choice"]
+        ]
+    names = {entry.get("metric") for entry in configured}
+    if "acc_mutual_info" in names:
+        raise DCPMIConfigError(
+            "metric acc_mutual_info adds its own unconditional requests; DC-PMI replaces it "
+            "(acc_unc and acc_dcpmi, with a domain premise): remove it from metric_list."
+        )
+    ours = [
+        {"metric": name, "aggregation": "mean", "higher_is_better": True}
+        for name in ACCURACIES
+        if name not in names
+    ] + [
+        {"metric": name, "aggregation": total, "higher_is_better": False}
+        for name in COUNTS
+        if name not in names
+    ]
+    return [*configured, *ours]
+
+
+@dataclass(frozen=True)
+class DocumentScoring:
+    """What ``process_results`` needs of a document beyond its loglikelihoods."""
+
+    gold: int
+    n_tokens: tuple[int, ...] | None  # per option, in the conditional request
+    truncated: float  # requests (of 2 per option) cut from the left; NaN without tokenizer
+
+
+class PendingDocuments:
+    """Per-document scoring inputs from request building until ``process_results``.
+
+    lm-eval hands ``process_results`` the document, not its id, so entries are keyed by
+    the document's content; each entry is dropped once used.
+    """
+
+    def __init__(self) -> None:
+        self._by_doc: dict[str, list[DocumentScoring]] = {}
+
+    @staticmethod
+    def _key(doc: dict) -> str:
+        return json.dumps(doc, sort_keys=True, default=str)
+
+    def add(self, doc: dict, scoring: DocumentScoring) -> None:
+        self._by_doc.setdefault(self._key(doc), []).append(scoring)
+
+    def pop(self, doc: dict) -> DocumentScoring | None:
+        entries = self._by_doc.get(self._key(doc))
+        if not entries:
+            return None
+        scoring = entries.pop(0)
+        if not entries:
+            del self._by_doc[self._key(doc)]
+        return scoring
+
+    def __len__(self) -> int:
+        return sum(len(entries) for entries in self._by_doc.values())
+
+
+def _trailing_whitespace(text: str) -> str:
+    return text[len(text.rstrip()) :]
+
+
 class DCPMITask(ConfigurableTask):
-    """``ConfigurableTask`` for multiple choice, plus domain-premise requests and four metrics."""
+    """``ConfigurableTask`` for multiple choice, plus domain-premise requests and metrics."""
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = dict(config or {})
         config.pop("class", None)
+        if "base_task" in config:
+            from lm_eval_dcpmi.derive import with_base_task
+
+            config = with_base_task(config)
         name = config.get("task", "<unnamed task>")
+        self._source = (config.get("metadata") or {}).get("config_source", "its YAML")
         self.domain_premise_template = config.pop("domain_premise", None)
-        source = (config.get("metadata") or {}).get("config_source", "its YAML")
-        if not isinstance(self.domain_premise_template, str):
+        if not isinstance(self.domain_premise_template, str) or not self.domain_premise_template:
             raise DCPMIConfigError(
-                f"task {name} ({source}): DC-PMI needs a domain premise; add a line such as "
-                f'`domain_premise: " the answer is:"` (a string or a Jinja template over '
+                f"task {name} ({self._source}): DC-PMI needs a domain premise; add a line such "
+                'as `domain_premise: " the answer is:"` (a string or a Jinja template over '
                 "the document)."
             )
         if config.get("output_type") != "multiple_choice":
             raise DCPMIConfigError(
-                f"task {name} ({source}): DC-PMI scores options, so it needs "
+                f"task {name} ({self._source}): DC-PMI scores options, so it needs "
                 f"`output_type: multiple_choice`, not {config.get('output_type')!r}."
             )
-        # Record the domain premise with the task's config, so results files show it.
+        # The domain premise goes into the task's metadata, so results files show it.
         config["metadata"] = {
             **(config.get("metadata") or {}),
             "domain_premise": self.domain_premise_template,
         }
+        try:
+            config["metric_list"] = dcpmi_metric_list(config.get("metric_list"))
+        except DCPMIConfigError as err:
+            raise DCPMIConfigError(f"task {name} ({self._source}): {err}") from None
+        self._rendering_domain = False  # read by doc_to_text, which __init__ calls
+        self._pending = PendingDocuments()
+        self._system_instruction: str | None = None
+        self._warned_unranked = False
         super().__init__(config=config, **kwargs)
-        if self.multiple_input:
-            raise DCPMIConfigError(
-                f"task {name}: doc_to_text returns an option index (several premises, one "
-                "continuation, as in Winogrande); DC-PMI needs one premise and several options."
-            )
-        self._metric_fn_list = {metric: None for metric in (*ACCURACIES, *COUNTS)}
-        self._aggregation_list = {metric: mean for metric in ACCURACIES} | dict.fromkeys(
-            COUNTS, total
-        )
-        self._higher_is_better = {metric: True for metric in ACCURACIES} | dict.fromkeys(
-            COUNTS, False
-        )
-        # (context, continuation) pairs of each document's requests, for token counts.
-        self._request_texts: dict[str, list[tuple[str, str]]] = {}
-        self._warned_no_tokenizer = False
-        self._special_tokens_checked = False
 
-    # lm-eval's download() warns on every custom_dataset; ours are the plugin's loaders.
-    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if callable(self.config.custom_dataset):
-            self.dataset = self.config.custom_dataset(
-                **(self.config.metadata or {}), **(dataset_kwargs or {})
-            )
-        else:
-            super().download(dataset_kwargs, **kwargs)
+    # ---- building requests ----------------------------------------------------------
 
-    def domain_premise(self, doc: dict) -> str:
-        """The rendered domain premise for ``doc``."""
-        text = lm_utils.apply_template(self.domain_premise_template, doc)
-        if not text:
-            raise DCPMIConfigError(
-                f"task {self.config.task}: the domain premise template "
-                f"{self.domain_premise_template!r} renders empty for document "
-                f"{doc.get('source', '')}; a domain premise must be non-empty."
-            )
-        return text
+    def build_all_requests(self, *, system_instruction: str | None = None, **kwargs: Any) -> None:
+        # construct_requests is not told the system instruction, and is skipped altogether
+        # when lm-eval reads the requests from its cache (--cache_requests): keep the
+        # instruction for the domain context, and check and count after either path.
+        self._system_instruction = system_instruction
+        super().build_all_requests(system_instruction=system_instruction, **kwargs)
+        self._prepare_scoring()
 
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> list[Instance]:
+        doc_id = (kwargs.get("metadata") or (None, None))[1]
         conditional = super().construct_requests(doc, ctx, **kwargs)
+        domain_context = self.domain_context(
+            doc,
+            doc_id=doc_id,
+            apply_chat_template=kwargs.get("apply_chat_template", False),
+            chat_template=kwargs.get("chat_template"),
+        )
         instance_kwargs = {
             k: v for k, v in kwargs.items() if k not in ("apply_chat_template", "chat_template")
         }
-        domain = self.domain_premise(doc)
-        # Same continuation string as the conditional request (delimiter included), so
-        # the two loglikelihoods score exactly the same text.
-        domain_requests = [
-            Instance(
-                request_type="loglikelihood",
-                doc=doc,
-                arguments=(domain, request.arguments[1]),
-                idx=len(conditional) + i,
-                **instance_kwargs,
-            )
-            for i, request in enumerate(conditional)
-        ]
-        requests = conditional + domain_requests
-        self._request_texts[_doc_key(doc)] = [r.arguments[:2] for r in requests]
-        return requests
-
-    def process_results(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
-        loglikelihoods = [ll for ll, _is_greedy in results]
-        n_options = len(loglikelihoods) // 2
-        conditional, domain = loglikelihoods[:n_options], loglikelihoods[n_options:]
-        texts = self._request_texts.get(_doc_key(doc))
-        counter = self._token_counter()
-        if counter is None or texts is None:
-            if texts is None and counter is not None:
-                log.warning(
-                    "%s: requests were not built in this run (cached?); acc_avg is NaN",
-                    self.config.task,
+        domain_requests = []
+        for request in conditional:
+            context, continuation = request.arguments[:2]
+            # lm-eval moves a context's trailing whitespace into the continuation: give the
+            # domain context the premise's, so both requests score the same text.
+            domain = domain_context.rstrip() + _trailing_whitespace(context)
+            domain_requests.append(
+                Instance(
+                    request_type="loglikelihood",
+                    doc=doc,
+                    arguments=(domain, continuation, *request.arguments[2:]),
+                    idx=len(conditional) + request.idx,
+                    **instance_kwargs,
                 )
-            n_tokens, truncated = None, float("nan")
-        else:
-            counts = [counter.split(ctx, cont) for ctx, cont in texts]
-            n_tokens = [n_cont for _n_ctx, n_cont in counts[:n_options]]
-            truncated = float(
-                sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
             )
-        gold = self._gold_index(doc)
-        n_chars = [len(choice) for choice in self.doc_to_choice(doc)]
-        return {**accuracies(conditional, domain, gold, n_tokens, n_chars), "truncated": truncated}
+        return conditional + domain_requests
 
-    def _gold_index(self, doc: dict) -> int:
-        gold = self.doc_to_target(doc)
+    def domain_premise(self, doc: dict, doc_id: int | None = None) -> str:
+        """The rendered domain premise for ``doc`` (never empty)."""
+        text = lm_utils.apply_template(self.domain_premise_template, doc)
+        if not text:
+            raise self._document_error(
+                doc,
+                doc_id,
+                f"the domain premise template {self.domain_premise_template!r} renders empty; "
+                "a domain premise must be non-empty.",
+            )
+        return text
+
+    def domain_context(
+        self,
+        doc: dict,
+        *,
+        doc_id: int | None = None,
+        apply_chat_template: bool = False,
+        chat_template: Any = None,
+    ) -> str:
+        """The domain premise inside the prompt lm-eval would build around a document's
+        text: system instruction, description, chat template and gen_prefix, no examples."""
+        premise = self.domain_premise(doc, doc_id)
+        with self._domain_premise_as_text(premise):
+            context = self.fewshot_context(
+                doc,
+                num_fewshot=0,
+                system_instruction=self._system_instruction,
+                apply_chat_template=apply_chat_template,
+                chat_template=chat_template,
+                gen_prefix=self.doc_to_prefix(doc),
+            )
+        return context
+
+    @contextlib.contextmanager
+    def _domain_premise_as_text(self, premise: str) -> Iterator[None]:
+        # fewshot_context renders the document through doc_to_text (and, for several
+        # inputs, through the option contexts): stand the domain premise in for both.
+        saved = self.multiple_input
+        self._rendering_domain, self._domain_text, self.multiple_input = True, premise, 0
+        try:
+            yield
+        finally:
+            self._rendering_domain, self.multiple_input = False, saved
+
+    def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> Any:
+        if self._rendering_domain and doc_to_text is None:
+            return self._domain_text
+        return super().doc_to_text(doc, doc_to_text)
+
+    # ---- checks and token counts, before the model runs -----------------------------
+
+    def _prepare_scoring(self) -> None:
+        counter = self._token_counter()
+        by_doc: dict[int, list[Instance]] = {}
+        for instance in self.instances:
+            by_doc.setdefault(instance.doc_id, []).append(instance)
+        self._pending = PendingDocuments()
+        scored_texts: set[str] = set()  # options and domain contexts, for the token check
+        for doc_id, requests in by_doc.items():
+            requests.sort(key=lambda r: r.idx)
+            doc = requests[0].doc
+            self._pending.add(doc, self._document_scoring(doc, doc_id, requests, counter))
+            scored_texts.update(r.arguments[1] for r in requests)
+            scored_texts.update(r.arguments[0] for r in requests[len(requests) // 2 :])
+        if counter is not None:
+            self._warn_literal_special_tokens(counter.tokenizer, scored_texts)
+
+    def _document_scoring(
+        self, doc: dict, doc_id: int, requests: list[Instance], counter: TokenCounter | None
+    ) -> DocumentScoring:
         choices = self.doc_to_choice(doc)
-        if isinstance(gold, str):
+        if not isinstance(choices, list) or not choices:
+            raise self._document_error(doc, doc_id, f"doc_to_choice gave {choices!r}, no options.")
+        for number, choice in enumerate(choices):
+            if not isinstance(choice, str) or not choice:
+                raise self._document_error(doc, doc_id, f"option {number} is empty: {choices!r}.")
+        gold = self._gold_index(doc, doc_id, choices)
+        n_options = len(choices)
+        if len(requests) != 2 * n_options:
+            raise self._document_error(
+                doc,
+                doc_id,
+                f"{len(requests)} requests for {n_options} options (expected "
+                f"{2 * n_options}). If lm-eval read them from its request cache, they were "
+                "built by another version of the task: rerun once with "
+                "`--cache_requests refresh`.",
+            )
+        self._check_cached_domain_requests(doc, doc_id, requests[n_options:])
+        if counter is None:
+            return DocumentScoring(gold, None, float("nan"))
+        counts = [counter.split(*request.arguments[:2]) for request in requests]
+        truncated = sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
+        n_tokens = tuple(n_cont for _n_ctx, n_cont in counts[:n_options])
+        if min(n_tokens) < 1:
+            raise self._document_error(
+                doc, doc_id, f"an option has no tokens under the model's tokenizer: {choices!r}."
+            )
+        return DocumentScoring(gold, n_tokens, float(truncated))
+
+    def _check_cached_domain_requests(
+        self, doc: dict, doc_id: int, domain_requests: list[Instance]
+    ) -> None:
+        # lm-eval's request cache key ignores the task's config: a cached domain request
+        # may carry a domain premise the YAML no longer has.
+        premise = self.domain_premise(doc, doc_id).strip()
+        for request in domain_requests:
+            if premise not in request.arguments[0]:
+                raise self._document_error(
+                    doc,
+                    doc_id,
+                    f"the domain request's context {request.arguments[0][-200:]!r} does not "
+                    f"hold the domain premise {premise!r}: lm-eval read stale requests from its "
+                    "request cache (its key ignores the task's config). Rerun once with "
+                    "`--cache_requests refresh`.",
+                )
+
+    def _gold_index(self, doc: dict, doc_id: int, choices: list[str]) -> int:
+        # Several inputs (Winogrande form): doc_to_text gives the gold option's index.
+        gold = self.doc_to_text(doc) if self.multiple_input else self.doc_to_target(doc)
+        if isinstance(gold, str) and not self.multiple_input:
             if gold not in choices:
-                raise DCPMIConfigError(
-                    f"task {self.config.task}: target {gold!r} is not among the options {choices} "
-                    f"of document {doc.get('source', '')}."
+                raise self._document_error(
+                    doc, doc_id, f"target {gold!r} is not among the options {choices}."
                 )
             gold = choices.index(gold)
-        if not isinstance(gold, int) or not 0 <= gold < len(choices):
-            raise DCPMIConfigError(
-                f"task {self.config.task}: target {gold!r} of document {doc.get('source', '')} is "
-                f"not an option index in 0..{len(choices) - 1}; doc_to_target must give one index."
+        if isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < len(choices):
+            raise self._document_error(
+                doc,
+                doc_id,
+                f"target {gold!r} is not an option index in 0..{len(choices) - 1}; "
+                f"{'doc_to_text' if self.multiple_input else 'doc_to_target'} must give one "
+                "option (several gold options are not supported).",
             )
         return gold
 
+    def _document_error(self, doc: dict, doc_id: int | None, message: str) -> DCPMIConfigError:
+        where = f"document {doc_id}" if doc_id is not None else "a document"
+        if isinstance(doc, dict) and doc.get("source"):
+            where += f" ({doc['source']})"
+        return DCPMIConfigError(f"task {self.config.task} ({self._source}), {where}: {message}")
+
     def _token_counter(self) -> TokenCounter | None:
-        metadata = self.config.metadata or {}
-        counter = token_counter_for(
-            tokenizer=_str_or_none(metadata.get("tokenizer")),
-            pretrained=_str_or_none(metadata.get("pretrained")),
-            gguf_file=_str_or_none(metadata.get("gguf_file")),
-            revision=_str_or_none(metadata.get("revision")),
-            add_bos_token=metadata.get("add_bos_token"),
-            max_length=metadata.get("max_length"),
-        )
-        if counter is None and not self._warned_no_tokenizer:
-            self._warned_no_tokenizer = True
+        counter = counter_for_metadata(self.config.metadata)
+        if counter is None:
             log.warning(
                 "%s: acc_avg needs the model's tokenizer and none is known (no `pretrained` or "
                 "`tokenizer` in the model args or --metadata); acc_avg and truncated are NaN.",
                 self.config.task,
             )
-        if counter is not None and not self._special_tokens_checked:
-            self._special_tokens_checked = True
-            self._warn_literal_special_tokens(counter.tokenizer)
         return counter
+
+    # ---- scoring --------------------------------------------------------------------
+
+    def process_results(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
+        scoring = self._pending.pop(doc)
+        if scoring is None:
+            raise DCPMIConfigError(
+                f"task {self.config.task}: results for a document whose requests this task "
+                "did not build; build_all_requests must run first."
+            )
+        n_options = len(results) // 2
+        loglikelihoods = [ll for ll, _is_greedy in results]
+        conditional, domain = loglikelihoods[:n_options], loglikelihoods[n_options:]
+        # The task's own metrics (acc_norm, brier_score, ...) from lm-eval's code, on the
+        # conditional requests alone; the plugin's rules override acc and acc_norm with
+        # the same values wherever every score is finite.
+        own = super().process_results(doc, results[:n_options])
+        n_chars = [len(choice) for choice in self.doc_to_choice(doc)]
+        scores = accuracies(conditional, domain, scoring.gold, scoring.n_tokens, n_chars)
+        if scores["unranked"] and not self._warned_unranked:
+            self._warned_unranked = True
+            log.warning(
+                "%s: some documents have no finite score (NaN or -inf) for any option under "
+                "some method (first: %s); that method counts them as wrong, never as a pick of "
+                "option 0. Their number is the task's `unranked` metric.",
+                self.config.task,
+                doc.get("source", "a document") if isinstance(doc, dict) else "a document",
+            )
+        return {**own, **scores, "truncated": scoring.truncated}
 
     # ---- options that name a special token, e.g. SST-5's '<|endoftext|>' -------------
 
-    def _warn_literal_special_tokens(self, tokenizer: Any) -> None:
+    def _warn_literal_special_tokens(self, tokenizer: Any, texts: set[str]) -> None:
         """Warn once per task when an option or domain premise names a special token
         (``<|endoftext|>``, ``</s>``, ...) that this tokenizer does not have: the model
         then scores the literal characters, not the token the task's author meant."""
-        texts: set[str] = set()
-        for pairs in self._request_texts.values():
-            texts.update(continuation for _context, continuation in pairs)
-            texts.update(context for context, _continuation in pairs[len(pairs) // 2 :])
         for literal, n_tokens in literal_special_tokens(texts, tokenizer).items():
             eos = getattr(tokenizer, "eos_token", None)
             log.warning(
@@ -214,14 +426,9 @@ class DCPMITask(ConfigurableTask):
                 len(literal),
                 n_tokens,
                 f" This tokenizer's end-of-sequence token is {eos!r}." if eos else "",
-                (self.config.metadata or {}).get("config_source", "its YAML file"),
+                self._source,
                 literal,
             )
 
 
-def _doc_key(doc: dict) -> str:
-    return json.dumps(doc, sort_keys=True, default=str)
-
-
-def _str_or_none(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+__all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list", "total"]

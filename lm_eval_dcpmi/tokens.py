@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from lm_eval_dcpmi.errors import DCPMIConfigError
 
 # Text written like a special token: '<|endoftext|>', '<|im_end|>', '<|eot_id|>' (GPT-2,
 # ChatML, Llama 3 style) or SentencePiece's '<s>' and '</s>'.
@@ -59,31 +61,89 @@ class TokenCounter:
         return n_context, self._encode(context + continuation) - n_context
 
 
+# Model arguments (as lm-eval copies them into task metadata) that decide the tokenizer.
+TOKENIZER_ARGS = (
+    "pretrained",
+    "tokenizer",
+    "gguf_file",
+    "revision",
+    "subfolder",
+    "trust_remote_code",
+    "use_fast_tokenizer",
+    "add_bos_token",
+    "max_length",
+)
+
+
+def _as_bool(value: Any) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("1", "true", "yes")
+
+
+def counter_for_metadata(metadata: Mapping[str, Any] | None) -> TokenCounter | None:
+    """The token counter for a task's metadata (the model arguments), None when it names no
+    tokenizer (e.g. an API model). A tokenizer that is named but cannot be loaded raises
+    ``DCPMIConfigError``: better at start-up than after hours of scoring."""
+    args = {key: (metadata or {}).get(key) for key in TOKENIZER_ARGS}
+    args = {key: value for key, value in args.items() if value not in (None, "")}
+    if not isinstance(args.get("pretrained", args.get("tokenizer")), str):
+        return None  # a model object or nothing: no tokenizer name to load
+    try:
+        return token_counter_for(**{k: str(v) if k != "max_length" else v for k, v in args.items()})
+    except DCPMIConfigError:
+        raise
+    except Exception as err:  # transformers raises many types for a bad name or file
+        shown = ", ".join(f"{k}={v}" for k, v in args.items())
+        raise DCPMIConfigError(
+            f"acc_avg counts tokens with the model's tokenizer, and it could not be loaded "
+            f"from the model arguments ({shown}): {type(err).__name__}: {err}. Fix the model "
+            "arguments, or name a loadable tokenizer with --metadata "
+            '\'{"tokenizer": "..."}\'.'
+        ) from err
+
+
 @functools.lru_cache(maxsize=8)
 def token_counter_for(
     *,
-    tokenizer: str | None,
-    pretrained: str | None,
-    gguf_file: str | None,
-    revision: str | None,
-    add_bos_token: bool | None,
-    max_length: int | None,
+    pretrained: str | None = None,
+    tokenizer: str | None = None,
+    gguf_file: str | None = None,
+    revision: str | None = None,
+    subfolder: str | None = None,
+    trust_remote_code: str | bool | None = None,
+    use_fast_tokenizer: str | bool | None = None,
+    add_bos_token: str | bool | None = None,
+    max_length: int | str | None = None,
 ) -> TokenCounter | None:
-    """The token counter for a model's args, or None when no tokenizer can be known."""
+    """The token counter for a model's args, or None when no tokenizer can be known.
+
+    The tokenizer is loaded as lm-eval's ``HFLM._create_tokenizer`` loads it.
+    """
     name = tokenizer or pretrained
     if name is None:
         return None
     import transformers
     from lm_eval.models.utils import resolve_max_length
 
-    kwargs: dict[str, Any] = {"revision": revision} if revision else {}
+    kwargs: dict[str, Any] = {"trust_remote_code": bool(_as_bool(trust_remote_code))}
+    if revision:
+        kwargs["revision"] = revision
+    if subfolder:
+        kwargs["subfolder"] = subfolder
     if gguf_file and not tokenizer:
         kwargs["gguf_file"] = gguf_file
+    elif use_fast_tokenizer is not None:
+        kwargs["use_fast"] = _as_bool(use_fast_tokenizer)
+    add_bos = _as_bool(add_bos_token)
+    if add_bos is not None:
+        kwargs["add_bos_token"] = add_bos
     loaded = transformers.AutoTokenizer.from_pretrained(name, **kwargs)
     if not max_length:
+        config_kwargs = {k: v for k, v in kwargs.items() if k not in ("use_fast", "add_bos_token")}
         try:
-            config = transformers.AutoConfig.from_pretrained(pretrained or name, **kwargs)
+            config = transformers.AutoConfig.from_pretrained(pretrained or name, **config_kwargs)
         except (OSError, ValueError):
             config = None
         max_length = resolve_max_length(config, loaded)
-    return TokenCounter(loaded, int(max_length), add_bos_token)
+    return TokenCounter(loaded, int(max_length), add_bos)

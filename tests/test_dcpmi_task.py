@@ -7,7 +7,9 @@ import pytest
 from conftest import load_task
 from lm_eval.api.instance import Instance
 
-from lm_eval_dcpmi.task import DCPMIConfigError, DCPMITask, token_counter_for
+from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.task import DCPMITask
+from lm_eval_dcpmi.tokens import token_counter_for
 
 DOCS = [
     {"question": "Two plus two is", "options": ["four", "five"], "gold": 0},
@@ -53,17 +55,7 @@ def test_token_counts_follow_the_harness_split(task_manager, hf_lm):
 
 
 def test_no_tokenizer_gives_none_not_a_guess():
-    assert (
-        token_counter_for(
-            tokenizer=None,
-            pretrained=None,
-            gguf_file=None,
-            revision=None,
-            add_bos_token=None,
-            max_length=None,
-        )
-        is None
-    )
+    assert token_counter_for(tokenizer=None, pretrained=None) is None
 
 
 def test_domain_requests_follow_the_conditional_ones_with_the_same_continuations():
@@ -86,11 +78,12 @@ def test_domain_premise_is_a_template_over_the_document():
 
 def test_process_results_without_a_tokenizer(caplog):
     task = make_task()
+    with caplog.at_level("WARNING"):
+        task.build_all_requests(limit=2)
     doc = task.eval_docs[1]  # gold 1
     # conditional: option 0 more likely; domain: option 0 far more likely -> DC-PMI picks 1
     results = [(-2.0, False), (-3.0, False), (-1.0, False), (-6.0, False)]
-    with caplog.at_level("WARNING"):
-        metrics = task.process_results(doc, results)
+    metrics = task.process_results(doc, results)
     assert {k: metrics[k] for k in ("acc", "acc_unc", "acc_dcpmi")} == {
         "acc": 0.0,
         "acc_unc": 0.0,
@@ -100,17 +93,41 @@ def test_process_results_without_a_tokenizer(caplog):
     assert "acc_avg needs the model's tokenizer" in caplog.text
 
 
-def test_metrics_are_registered_with_mean_and_higher_is_better():
+def test_metrics_are_the_task_defaults_plus_ours_with_their_aggregations():
     task = make_task()
-    assert set(task.aggregation()) == {"acc", "acc_avg", "acc_unc", "acc_dcpmi", "truncated"}
+    assert list(task.aggregation()) == [
+        "acc", "acc_norm", "acc_unc", "acc_avg", "acc_dcpmi", "truncated", "unranked"
+    ]  # fmt: skip
     assert task.aggregation()["acc_dcpmi"]([1.0, 0.0, 1.0, 1.0]) == 0.75
+    assert task.aggregation()["truncated"]([1.0, 0.0, 2.0]) == 3.0  # a count: summed
     assert task.higher_is_better() == {
         "acc": True,
-        "acc_avg": True,
+        "acc_norm": True,
         "acc_unc": True,
+        "acc_avg": True,
         "acc_dcpmi": True,
         "truncated": False,
+        "unranked": False,
     }
+
+
+def test_a_metric_list_of_the_task_is_kept():
+    task = make_task(
+        metric_list=[
+            {"metric": "brier_score", "aggregation": "brier_score", "higher_is_better": False}
+        ]
+    )
+    assert list(task.aggregation())[:2] == ["brier_score", "acc_unc"]
+    task.build_all_requests(limit=2)
+    results = [(-1.0, False), (-3.0, False), (-0.5, False), (-4.0, False)]
+    metrics = task.process_results(task.eval_docs[0], results)  # gold 0; DC-PMI: -0.5 < 1.0
+    assert metrics["brier_score"][0] == 0  # lm-eval's (gold, probabilities) pair
+    assert metrics["acc"] == 1.0 and metrics["acc_dcpmi"] == 0.0
+
+
+def test_acc_mutual_info_is_refused_with_the_reason():
+    with pytest.raises(DCPMIConfigError, match=r"tiny_dcpmi .*acc_mutual_info.*DC-PMI replaces"):
+        make_task(metric_list=[{"metric": "acc_mutual_info"}])
 
 
 def test_missing_domain_premise_is_refused():
@@ -127,17 +144,19 @@ def test_output_type_other_than_multiple_choice_is_refused():
         make_task(output_type="loglikelihood")
 
 
-def test_domain_premise_rendering_empty_is_refused():
-    task = make_task(domain_premise="{{ '' }}")
-    with pytest.raises(DCPMIConfigError, match=r"renders empty"):
-        task.domain_premise(task.eval_docs[0])
+def test_domain_premise_rendering_empty_for_one_document_stops_the_build():
+    task = make_task(domain_premise="{{ '' if question == 'The sky is' else 'A:' }}")
+    with pytest.raises(DCPMIConfigError, match=r"tiny_dcpmi .*document 1: .*renders empty"):
+        task.build_all_requests(limit=2)
 
 
-def test_target_outside_the_options_is_refused():
+def test_target_outside_the_options_stops_the_build_naming_the_document():
     # (lm-eval itself checks only the first document; a later bad one must not pass silently)
     task = make_task(doc_to_target="{{ 5 if question == 'The sky is' else 0 }}")
-    with pytest.raises(DCPMIConfigError, match=r"target 5 .*not an option index in 0..1"):
-        task.process_results(task.eval_docs[1], [(-1.0, False)] * 4)
+    with pytest.raises(
+        DCPMIConfigError, match=r"tiny_dcpmi .*document 1: target 5 .*not an option index in 0..1"
+    ):
+        task.build_all_requests(limit=2)
 
 
 def test_identical_domain_requests_cost_one_forward_row(hf_lm, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 import transformers
 from conftest import GGUF_FILE, embedded_model_dir
 
-METRICS = ("acc", "acc_avg", "acc_unc", "acc_dcpmi")
+from lm_eval_dcpmi.scoring import ACCURACIES as METRICS
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +46,18 @@ def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run
             assert [c for _, c in pairs[:n]] == [c for _, c in pairs[n:]]
             assert len({ctx for ctx, _ in pairs[n:]}) == 1
             n_tokens = np.array([continuation_tokens(tokenizer, *p) for p in pairs[:n]])
+            n_chars = np.array([len(c) for _, c in pairs[:n]])  # target_delimiter is ""
             gold = sample["doc"]["gold"]
             expected = {
                 "acc": float(np.argmax(conditional) == gold),
                 "acc_avg": float(np.argmax(conditional / n_tokens) == gold),
+                "acc_norm": float(np.argmax(conditional / n_chars) == gold),
                 "acc_unc": float(np.argmax(domain) == gold),
                 "acc_dcpmi": float(np.argmax(conditional - domain) == gold),
             }
             assert {m: sample[m] for m in METRICS} == expected, (task, sample["doc_id"])
             assert sample["truncated"] == 0.0  # 8192-token window: nothing is cut
+            assert sample["unranked"] == 0.0
             checked += 1
         # the reported accuracy is the mean over the logged documents
         for metric in METRICS:
@@ -63,11 +66,11 @@ def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run
     assert checked >= len(tasks) * 2
 
 
-def test_results_table_shows_the_four_accuracies(lm_eval_run):
+def test_results_table_shows_every_accuracy(lm_eval_run):
     for task in dcpmi_tasks(lm_eval_run):
         row = lm_eval_run.results["results"][task]
         assert {f"{m},none" for m in METRICS} <= set(row)
         assert row["truncated,none"] == 0.0
-    table = lm_eval_run.stdout
-    for metric in METRICS:
-        assert f"|{metric}" in table.replace(" ", "")
+    rows = [line.replace(" ", "").split("|") for line in lm_eval_run.stdout.splitlines()]
+    shown = {cells[5] for cells in rows if len(cells) > 6}  # lm-eval's Metric column
+    assert set(METRICS) | {"truncated", "unranked"} <= shown

@@ -1,4 +1,4 @@
-"""The four decision rules on hand-computed numbers."""
+"""The decision rules on hand-computed numbers."""
 
 import doctest
 import math
@@ -8,58 +8,91 @@ import pytest
 from lm_eval_dcpmi import scoring
 from lm_eval_dcpmi.scoring import accuracies, predictions
 
+INF, NAN = math.inf, math.nan
+
 
 def test_each_method_can_pick_a_different_option():
     # LM: max(-4, -5, -9) -> 0.  Avg: -4/1, -5/2, -9/6 = -4, -2.5, -1.5 -> 2.
-    # Unc: max(-2, -4.5, -8) -> 0.  DC-PMI: -4+2, -5+4.5, -9+8 = -2, -0.5, -1 -> 1.
-    assert predictions([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], [1, 2, 6]) == {
+    # Char: -4/10, -5/5, -9/30 = -0.4, -1, -0.3 -> 2.  Unc: max(-2, -4.5, -8) -> 0.
+    # DC-PMI: -4+2, -5+4.5, -9+8 = -2, -0.5, -1 -> 1.
+    assert predictions([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], [1, 2, 6], [10, 5, 30]) == {
+        "acc_unc": 0,
         "acc": 0,
         "acc_avg": 2,
-        "acc_unc": 0,
+        "acc_norm": 2,
         "acc_dcpmi": 1,
     }
+    # per character and per token can disagree: -4/2, -5/4 -> 1 per token; -4/8, -5/5 -> 0
+    assert predictions([-4.0, -5.0], [-1.0, -1.0], [2, 4], [8, 5])["acc_avg"] == 1
+    assert predictions([-4.0, -5.0], [-1.0, -1.0], [2, 4], [8, 5])["acc_norm"] == 0
 
 
 def test_accuracies_compare_each_prediction_with_gold():
-    assert accuracies([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], [1, 2, 6], gold=1) == {
+    scores = accuracies([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], 1, [1, 2, 6], [10, 5, 30])
+    assert scores == {
+        "acc_unc": 0.0,
         "acc": 0.0,
         "acc_avg": 0.0,
-        "acc_unc": 0.0,
+        "acc_norm": 0.0,
         "acc_dcpmi": 1.0,
+        "unranked": 0.0,
     }
-    assert accuracies([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], [1, 2, 6], gold=2)["acc_avg"] == 1.0
+    assert accuracies([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], 2, [1, 2, 6])["acc_avg"] == 1.0
 
 
 def test_domain_premise_that_favours_an_option_is_subtracted():
     # The 'popular' option 1 wins on raw probability but is just as likely without the
     # premise; option 0 gains more from the premise: -6 - (-9) = 3 > -3 - (-5) = 2.
-    assert predictions([-6.0, -3.0], [-9.0, -5.0], [2, 2])["acc_dcpmi"] == 0
-    assert predictions([-6.0, -3.0], [-9.0, -5.0], [2, 2])["acc"] == 1
+    assert predictions([-6.0, -3.0], [-9.0, -5.0])["acc_dcpmi"] == 0
+    assert predictions([-6.0, -3.0], [-9.0, -5.0])["acc"] == 1
 
 
 def test_ties_go_to_the_lowest_index():
-    assert predictions([-2.0, -2.0], [-1.0, -1.0], [1, 1]) == dict.fromkeys(scoring.METRICS, 0)
+    assert predictions([-2.0, -2.0], [-1.0, -1.0], [1, 1], [3, 3]) == dict.fromkeys(
+        scoring.ACCURACIES, 0
+    )
     # tie between options 1 and 2 only
     assert predictions([-5.0, -2.0, -2.0], [-9.0, -1.0, -1.0], [1, 1, 1]) == {
+        "acc_unc": 1,
         "acc": 1,
         "acc_avg": 1,
-        "acc_unc": 1,
+        "acc_norm": None,  # no character counts given
         "acc_dcpmi": 0,  # -5+9 = 4 beats -1 and -1
     }
     # DC-PMI tie: -3+2 = -1 and -1+0 = -1
-    assert predictions([-3.0, -1.0], [-2.0, 0.0], [3, 1])["acc_dcpmi"] == 0
+    assert predictions([-3.0, -1.0], [-2.0, 0.0])["acc_dcpmi"] == 0
     # Avg tie: -4/2 = -2 and -6/3 = -2
     assert predictions([-4.0, -6.0], [-1.0, -1.0], [2, 3])["acc_avg"] == 0
 
 
-def test_equal_scores_for_every_option():
-    assert predictions([-1.5] * 4, [-1.5] * 4, [2] * 4) == dict.fromkeys(scoring.METRICS, 0)
+def test_without_counts_avg_and_char_are_unknown_not_guessed():
+    result = accuracies([-1.0, -2.0], [-1.0, -1.0], 0)
+    assert math.isnan(result["acc_avg"]) and math.isnan(result["acc_norm"])
+    assert result["acc"] == 1.0 and result["acc_dcpmi"] == 1.0 and result["unranked"] == 0.0
 
 
-def test_without_token_counts_avg_is_unknown_not_guessed():
-    result = accuracies([-1.0, -2.0], [-1.0, -1.0], None, gold=0)
-    assert math.isnan(result["acc_avg"])
-    assert result["acc"] == 1.0 and result["acc_dcpmi"] == 1.0
+def test_nan_and_minus_infinity_never_win_and_never_default_to_option_0():
+    # option 0 has no score: option 1 wins every method
+    assert predictions([NAN, -3.0], [-1.0, -2.0])["acc"] == 1
+    assert predictions([-INF, -3.0], [-1.0, -2.0])["acc"] == 1
+    # DC-PMI: option 1 cannot be produced without the premise: +inf beats any number
+    assert predictions([-3.0, -2.0], [-1.0, -INF])["acc_dcpmi"] == 1
+    assert predictions([-3.0, -2.0], [-1.0, -INF])["acc_unc"] == 0
+
+
+def test_a_method_with_no_finite_score_counts_the_document_wrong_and_unranked():
+    # every conditional score -inf: LM, Avg, Char and DC-PMI cannot rank; Unc can
+    scores = accuracies([-INF, -INF], [-1.0, -2.0], 0, [1, 1], [3, 3])
+    assert scores == {
+        "acc_unc": 1.0,
+        "acc": 0.0,  # wrong, although gold is option 0
+        "acc_avg": 0.0,
+        "acc_norm": 0.0,
+        "acc_dcpmi": 0.0,
+        "unranked": 1.0,
+    }
+    assert accuracies([NAN, NAN], [NAN, NAN], 0)["unranked"] == 1.0
+    assert predictions([NAN, NAN], [NAN, NAN])["acc"] is None
 
 
 @pytest.mark.parametrize(
@@ -69,6 +102,16 @@ def test_without_token_counts_avg_is_unknown_not_guessed():
 def test_malformed_inputs_are_refused(conditional, domain, n_tokens):
     with pytest.raises(ValueError):
         predictions(conditional, domain, n_tokens)
+
+
+def test_every_method_has_a_report_label():
+    assert scoring.METHODS == {
+        "acc_unc": "Unc",
+        "acc": "LM",
+        "acc_avg": "Avg",
+        "acc_norm": "Char",
+        "acc_dcpmi": "DC-PMI",
+    }
 
 
 def test_docstring_example():
