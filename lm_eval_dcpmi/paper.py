@@ -36,10 +36,19 @@ STUDIES: dict[str, str] = {
 
 
 class _PlainLoader(yaml.SafeLoader):
-    """A YAML loader that keeps lm-eval's ``!function`` tags as strings (never imports)."""
+    """A YAML loader that reads lm-eval's ``!function`` (any ``!tag``) as plain data and
+    never imports what it names."""
 
 
-_PlainLoader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+def _untagged(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node)
+    return loader.construct_mapping(node)
+
+
+_PlainLoader.add_multi_constructor("!", _untagged)
 
 
 def _load(path: Path) -> dict[str, Any]:
