@@ -18,6 +18,7 @@ import csv
 import json
 import logging
 import os
+import random
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -283,3 +284,85 @@ def race_folder(file: str, record: str | None = None, data_dir: str | None = Non
                 }
             )
     return _dataset(rows, record, file)
+
+
+# ------------------------------------------------------------------ few-shot examples
+
+
+def draw_examples(pool_size: int, n: int, seed: int) -> list[int]:
+    """Indices of ``n`` distinct pool records drawn at random with ``seed``, in draw order.
+
+    The same (pool_size, n, seed) always gives the same indices (Python's ``random.Random``
+    is stable across platforms and versions for ``sample``).
+    """
+    if n > pool_size:
+        raise ValueError(f"asks for {n} examples but the pool holds {pool_size}")
+    return random.Random(seed).sample(range(pool_size), n)
+
+
+def _positive_int(value: Any, name: str, minimum: int) -> int:
+    # bool is an int in Python; `fewshot_n: true` in a YAML is a mistake, not 1.
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise DataError(
+            f"dataset_kwargs.{name} must be an integer >= {minimum}, got {value!r}; "
+            "set it in the task YAML."
+        )
+    return value
+
+
+def labelled_lines_with_examples(
+    file: str,
+    record: str | None = None,
+    data_dir: str | None = None,
+    *,
+    fewshot_file: str | None = None,
+    fewshot_n: Any = None,
+    fewshot_seed: Any = None,
+    fewshot_text_field: str = "sentence",
+    **_: Any,
+) -> datasets.DatasetDict:
+    """``labelled_lines`` of ``file`` as ``test``, plus a ``train`` split holding ONE set of
+    few-shot examples: ``fewshot_n`` records of ``fewshot_file`` drawn with ``fewshot_seed``.
+
+    A task reads the set with ``fewshot_split: train`` and lm-eval's ``first_n`` sampler, so
+    every test document gets the same examples in the same order: the paper's setting (one
+    set per seed), not lm-eval's default of a new draw per document. The pool is
+    ``fewshot_file`` read with the same ``record`` check (SST-2 drops neutral sentences), minus
+    every record whose ``fewshot_text_field`` also occurs in ``file``, so that no example can
+    be a test item (SST's train and test files share two sentences).
+    """
+    if not fewshot_file:
+        raise DataError(
+            f"{file}: few-shot examples need dataset_kwargs.fewshot_file (the example pool, "
+            "e.g. sst/sst_train.txt) in the task YAML."
+        )
+    n = _positive_int(fewshot_n, "fewshot_n", 1)
+    seed = _positive_int(fewshot_seed, "fewshot_seed", 0)
+    test = labelled_lines(file, record, data_dir)["test"]
+    pool = labelled_lines(fewshot_file, record, data_dir)["test"]
+    for split, name in ((test, file), (pool, fewshot_file)):
+        if fewshot_text_field not in split.column_names:
+            raise DataError(
+                f"{name}: records have no field {fewshot_text_field!r} "
+                f"(fields: {', '.join(split.column_names)}); set dataset_kwargs."
+                "fewshot_text_field to the field that holds the text."
+            )
+    test_texts = set(test[fewshot_text_field])
+    usable = [i for i, text in enumerate(pool[fewshot_text_field]) if text not in test_texts]
+    if len(usable) < len(pool):
+        log.info(
+            "%s: %d pool records left out because their text is also in %s",
+            fewshot_file,
+            len(pool) - len(usable),
+            file,
+        )
+    try:
+        drawn = draw_examples(len(usable), n, seed)
+    except ValueError:
+        raise DataError(
+            f"{fewshot_file}: dataset_kwargs.fewshot_n asks for {n} examples, but the pool "
+            f"holds only {len(usable)} usable records ({len(pool) - len(usable)} more are also "
+            f"in {file}); lower fewshot_n or use a larger file."
+        ) from None
+    examples = pool.select([usable[i] for i in drawn])
+    return datasets.DatasetDict({"test": test, "train": examples})
