@@ -15,6 +15,7 @@ one small module. Set ``LM_EVAL_DCPMI_AUTOLOAD=0`` to switch the hook off.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import importlib.abc
@@ -23,7 +24,7 @@ import inspect
 import os
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -44,6 +45,23 @@ def with_plugin_path(include_path: object) -> list:
         given = [include_path]
     resolved = {Path(p).resolve() for p in given}
     return given if ours.resolve() in resolved else [ours, *given]
+
+
+# Folders of generated task YAMLs (`dcpmi run --dcpmi_task`) that every TaskManager built
+# meanwhile indexes after all others: lm-eval's --include_path takes one folder only.
+_extra_task_folders: list[Path] = []
+
+
+@contextlib.contextmanager
+def extra_task_folders(folders: Sequence[str | Path]) -> Iterator[None]:
+    """Within the block, every new ``TaskManager`` also indexes ``folders`` (last: they win)."""
+    added = [Path(folder) for folder in folders]
+    _extra_task_folders.extend(added)
+    try:
+        yield
+    finally:
+        for folder in added:
+            _extra_task_folders.remove(folder)
 
 
 # The TaskManager that is loading tasks right now (set around its `_load_spec`), else the
@@ -77,7 +95,8 @@ def patch_task_manager(module: ModuleType) -> None:
         global _last_task_manager
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
-        bound.arguments["include_path"] = with_plugin_path(bound.arguments.get("include_path"))
+        include = with_plugin_path(bound.arguments.get("include_path"))
+        bound.arguments["include_path"] = [*include, *_extra_task_folders]
         original(*bound.args, **bound.kwargs)
         _last_task_manager = weakref.ref(self)
 
@@ -134,6 +153,9 @@ class _AfterImport(importlib.abc.MetaPathFinder):
 
 def install() -> None:
     """Install the hook (idempotent); patch modules that are already imported."""
+    from lm_eval_dcpmi.errors import install_excepthook
+
+    install_excepthook()  # the plugin's errors end an lm_eval run as one message
     if not any(isinstance(f, _AfterImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _AfterImport())
     for name, hook in _HOOKS.items():
