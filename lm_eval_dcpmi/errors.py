@@ -17,3 +17,33 @@ class DCPMIConfigError(DCPMIError):
 
 class DataError(DCPMIError):
     """A data file is missing or holds a record the task cannot score."""
+
+
+TRACEBACK_ENV = "LM_EVAL_DCPMI_TRACEBACK"
+
+
+def install_excepthook() -> None:
+    """Make an uncaught ``DCPMIError`` end the program with its message alone.
+
+    Under plain ``lm_eval`` a bad data file or task config would otherwise end in a
+    40-80-line traceback with the message on its last line. Other exceptions keep
+    Python's hook; ``LM_EVAL_DCPMI_TRACEBACK=1`` keeps the traceback for ours too.
+    """
+    import os
+    import sys
+
+    previous = sys.excepthook
+    if getattr(previous, "_dcpmi", False):
+        return
+
+    def excepthook(kind, value, traceback):  # type: ignore[no-untyped-def]
+        if isinstance(value, DCPMIError) and os.environ.get(TRACEBACK_ENV, "0") == "0":
+            print(
+                f"\nlm-eval-dcpmi: error: {value}\n(set {TRACEBACK_ENV}=1 for the traceback)",
+                file=sys.stderr,
+            )
+            return
+        previous(kind, value, traceback)
+
+    excepthook._dcpmi = True  # type: ignore[attr-defined]
+    sys.excepthook = excepthook
