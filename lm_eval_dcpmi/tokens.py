@@ -87,6 +87,8 @@ def counter_for_metadata(metadata: Mapping[str, Any] | None) -> TokenCounter | N
     ``DCPMIConfigError``: better at start-up than after hours of scoring."""
     args = {key: (metadata or {}).get(key) for key in TOKENIZER_ARGS}
     args = {key: value for key, value in args.items() if value not in (None, "")}
+    if "max_length" not in args and (metadata or {}).get("max_model_len"):
+        args["max_length"] = metadata["max_model_len"]  # vLLM's name for the window
     if not isinstance(args.get("pretrained", args.get("tokenizer")), str):
         return None  # a model object or nothing: no tokenizer name to load
     try:
