@@ -1,4 +1,8 @@
-"""Paper-style reports (``lm_eval_dcpmi.report``) on a real lm-eval run and hand-made results."""
+"""Paper-style reports (``lm_eval_dcpmi.report``) on a real lm-eval run and hand-made results.
+
+Intervals, significance and the per-option export: test_report_samples.py; studies:
+test_report_studies.py; the statistics on hand-computed numbers: test_report_stats.py.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +12,12 @@ import io
 import json
 import math
 import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, embedded_model_args_string
+from conftest import E2E_LIMIT
 
-from lm_eval_dcpmi import report
+from lm_eval_dcpmi import paper, report, scoring
 from lm_eval_dcpmi.report import (
     METHODS,
     ReportError,
@@ -31,8 +33,7 @@ from lm_eval_dcpmi.report import (
     summary_markdown,
 )
 
-LIMIT = 6
-LABEL = {"acc_unc": "Unc", "acc": "LM", "acc_avg": "Avg", "acc_dcpmi": "DC-PMI"}
+LABEL = scoring.METHODS
 NAN = float("nan")
 
 
@@ -40,9 +41,19 @@ NAN = float("nan")
 # Helpers
 
 
-def entry(unc: float, lm: float, avg: float, dcpmi: float, n: int = 100, **extra) -> dict:
-    """A results row as lm-eval writes it for a DC-PMI task."""
+def entry(
+    unc: float,
+    lm: float,
+    avg: float,
+    dcpmi: float,
+    n: int = 100,
+    norm: float | None = None,
+    **extra,
+) -> dict:
+    """A results row as lm-eval writes it for a DC-PMI task; without ``norm`` as the plugin
+    wrote it before it reported acc_norm."""
     return {
+        **({} if norm is None else {"acc_norm,none": norm, "acc_norm_stderr,none": 0.01}),
         "alias": "x",
         "sample_len": n,
         "acc,none": lm,
@@ -99,66 +110,31 @@ def expected_best(values: dict[str, float]) -> set[str]:
 
 
 # ---------------------------------------------------------------------------
-# One real lm_eval run for the module
+# The real lm_eval run of conftest (`lm_eval_run`: the dcpmi group, or DCPMI_E2E_TASKS,
+# E2E_LIMIT documents per task, samples logged)
 
 
-GROUP = "dcpmi_report_test"  # a small group, so the real run has a group (mean) row too
+def real_layout(data: dict) -> tuple[list[str], list[str]]:
+    """(DC-PMI tasks in the paper's order then by name, DC-PMI groups by name) of a run."""
+    results = data["results"]
+    dcpmi = [t for t, row in results.items() if "acc_dcpmi,none" in row]
+    groups = sorted(t for t in dcpmi if t in data["group_subtasks"])
+    order = paper.paper_order()
+    tasks = [t for t in order if t in dcpmi and t not in groups]
+    tasks += sorted(t for t in dcpmi if t not in order and t not in groups)
+    return tasks, groups
 
 
-def _available_tasks() -> list[str]:
-    tasks = ["dcpmi_copa"]
-    if list((ROOT / "task_configs").rglob("dcpmi_cb.yaml")):
-        tasks.append("dcpmi_cb")  # 56 items; a second real task when it exists
-    return tasks
+def expected_text(entry: dict, method: str, best: set[str]) -> str:
+    if f"{method},none" not in entry:
+        return "–"  # a group aggregating fewer metrics than its tasks report
+    value = entry[f"{method},none"]
+    text = "n/a" if math.isnan(value) else f"{100 * value:.1f}"
+    return f"**{text}**" if method in best else text
 
 
-def _group_yaml(tasks: list[str]) -> str:
-    metrics = "".join(
-        f"  - {{metric: {m}, aggregation: mean, weight_by_size: false}}\n" for m in METHODS
-    )
-    listed = "".join(f"  - {t}\n" for t in tasks)
-    return f"group: {GROUP}\ntask:\n{listed}aggregate_metric_list:\n{metrics}"
-
-
-@pytest.fixture(scope="module")
-def real_run(tmp_path_factory, data_dir) -> tuple[Path, dict, list[str]]:
-    """lm_eval's CLI on the embedded model, ~1 min: (output folder, results JSON, tasks).
-
-    The tasks run inside a two-task group (``GROUP``, from --include_path), so the
-    results file has the group's aggregated row as lm-eval writes it.
-    """
-    out = tmp_path_factory.mktemp("lm_eval_out")
-    include = tmp_path_factory.mktemp("include")
-    tasks = _available_tasks()
-    (include / f"{GROUP}.yaml").write_text(_group_yaml(tasks))
-    command = [
-        sys.executable,
-        "-m",
-        "lm_eval",
-        "--model",
-        "hf",
-        "--model_args",
-        embedded_model_args_string(),
-        "--device",
-        "cpu",
-        "--batch_size",
-        "8",
-        "--tasks",
-        GROUP,
-        "--include_path",
-        str(include),
-        "--limit",
-        str(LIMIT),
-        "--output_path",
-        str(out),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-4000:]
-    files = list(out.rglob("results_*.json"))
-    assert len(files) == 1, files
-    data = json.loads(files[0].read_text())
-    assert data["group_subtasks"] == {GROUP: tasks}
-    return out, data, tasks
+def real_values(entry: dict) -> dict[str, float]:
+    return {m: entry[f"{m},none"] for m in METHODS if f"{m},none" in entry}
 
 
 def file_of(out: Path) -> Path:
@@ -166,105 +142,115 @@ def file_of(out: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_real_table_numbers_equal_results_file(real_run):
-    out, data, tasks = real_run
+def test_real_table_numbers_equal_results_file(lm_eval_run):
+    data, out = lm_eval_run.results, lm_eval_run.output_dir
+    tasks, groups = real_layout(data)
     (run,) = load_results([out])
-    # Paper order (copa before cb), then the group's row.
-    assert [row.task for row in run.rows] == [*tasks, GROUP]
-    assert [row.is_group for row in run.rows] == [False] * len(tasks) + [True]
+    assert [row.task for row in run.rows] == [*tasks, *groups]
+    assert [row.is_group for row in run.rows] == [False] * len(tasks) + [True] * len(groups)
     assert run.source == file_of(out)
     assert run.model == "SmolLM2-135M-Instruct.Q4_1"
     table = md_rows(markdown_table(run))
-    assert list(table) == [*tasks, f"{GROUP} (mean)"]
+    assert list(table) == [*tasks, *(f"{g} (mean)" for g in groups)]
     originals = {t: data["n-samples"][t]["original"] for t in tasks}
     for row in run.rows:
-        values = {m: data["results"][row.task][f"{m},none"] for m in METHODS}
+        entry = data["results"][row.task]
         cells = table[row.label]
         if row.is_group:
-            assert cells[0] == f"{LIMIT * len(tasks)} / {sum(originals.values())}"
+            leaves = [
+                t for t in tasks if t in paper.study_members(row.task, data["group_subtasks"])
+            ]
+            total = sum(originals[t] for t in leaves)
+            assert cells[0] == f"{E2E_LIMIT * len(leaves)} / {total}"
         else:
-            assert cells[0] == f"{LIMIT} / {originals[row.task]}"
-            assert row.n == LIMIT
-        best = expected_best(values)
+            assert cells[0] == f"{E2E_LIMIT} / {originals[row.task]}"
+            assert row.n == E2E_LIMIT
+        best = expected_best(real_values(entry))
+        # With at most 5 documents no lead is significant (smallest two-sided exact p:
+        # 2 * 0.5**5 = 0.0625), so no best value carries the dagger.
+        assert E2E_LIMIT <= 5
         for method, cell in zip(METHODS, cells[1:], strict=True):
-            value = values[method]
-            text = "n/a" if math.isnan(value) else f"{100 * value:.1f}"
-            assert cell == (f"**{text}**" if method in best else text), (row.task, method)
+            assert cell == expected_text(entry, method, best), (row.task, method)
         assert set(row.best) == best
 
 
 @pytest.mark.slow
-def test_real_csv_matches_results_file(real_run):
-    out, data, tasks = real_run
-    rows = list(csv.DictReader(io.StringIO(csv_report(load_results(out)))))
-    assert [r["task"] for r in rows] == [*tasks, GROUP]
+def test_real_csv_matches_results_file(lm_eval_run):
+    data = lm_eval_run.results
+    tasks, groups = real_layout(data)
+    rows = list(csv.DictReader(io.StringIO(csv_report(load_results(lm_eval_run.output_dir)))))
+    assert [r["task"] for r in rows] == [*tasks, *groups]
     for row in rows:
-        values = {m: data["results"][row["task"]][f"{m},none"] for m in METHODS}
+        entry = data["results"][row["task"]]
+        values = real_values(entry)
         for method in METHODS:
-            assert float(row[LABEL[method]]) == pytest.approx(100 * values[method], abs=0.05)
+            if method in values:
+                assert float(row[LABEL[method]]) == pytest.approx(100 * values[method], abs=0.05)
+            else:
+                assert row[LABEL[method]] == "–"
         assert set(row["best"].split(";")) == {LABEL[m] for m in expected_best(values)}
-        assert row["limit"] == str(LIMIT)
-        if row["task"] == GROUP:
-            assert (row["is_group"], row["n"], row["truncated"]) == (
-                "1",
-                str(LIMIT * len(tasks)),
-                "",
-            )
+        assert row["limit"] == str(E2E_LIMIT)
+        if row["task"] in groups:
+            assert (row["is_group"], row["truncated"], row["lead_p"]) == ("1", "", "")
         else:
-            assert (row["is_group"], row["n"], row["truncated"]) == ("0", str(LIMIT), "0")
+            assert (row["is_group"], row["n"], row["truncated"]) == ("0", str(E2E_LIMIT), "0")
 
 
 @pytest.mark.slow
-def test_real_run_limit_is_reported(real_run):
-    out, _data, _tasks = real_run
-    (run,) = load_results([file_of(out)])
-    assert run.limit == LIMIT and run.limited
+def test_real_run_limit_is_reported(lm_eval_run):
+    (run,) = load_results([file_of(lm_eval_run.output_dir)])
+    assert run.limit == E2E_LIMIT and run.limited
     text = report.markdown_report([run])
-    assert f"Partial run (--limit {LIMIT})" in text
-    assert f"dcpmi_copa {LIMIT} of 500" in text
+    assert f"Partial run (--limit {E2E_LIMIT})" in text
+    first = run.tasks[0]
+    assert f"{first.task} {E2E_LIMIT} of {first.n_total}" in text
 
 
 @pytest.mark.slow
-def test_real_report_command_writes_files_and_figure(real_run, tmp_path, capsys):
-    out, _data, tasks = real_run
+def test_real_report_command_writes_files_and_figure(lm_eval_run, tmp_path, capsys):
     target = tmp_path / "report"
-    assert report_command([str(out)], str(target)) == 0
+    assert report_command([str(lm_eval_run.output_dir)], str(target)) == 0
     printed = capsys.readouterr()
     assert (target / "report.md").read_text() == printed.out
-    assert "| dcpmi_copa |" in printed.out
+    tasks, _groups = real_layout(lm_eval_run.results)
+    assert f"\n| {tasks[0]} | {E2E_LIMIT} / " in printed.out
     assert (target / "report.csv").is_file()
+    assert (target / "intervals.csv").is_file()  # the run logged samples
     assert not (target / "summary.md").exists()  # one run: no summary
     (figure,) = target.glob("figure_*.png")
     assert figure.name == "figure_SmolLM2-135M-Instruct.Q4_1.png"
     assert png_size(figure) == (1200, 800)
-    assert "wrote" in printed.err
+    assert f"dcpmi report: wrote {target / 'report.md'}" in printed.err
 
 
 @pytest.mark.slow
-def test_real_format_run_table_on_in_memory_dict(real_run):
-    _out, data, tasks = real_run
+def test_real_format_run_table_on_in_memory_dict(lm_eval_run):
+    data = lm_eval_run.results
+    tasks, groups = real_layout(data)
     text = format_run_table(data)
     assert text == format_run_table(copy.deepcopy(data))
     table = md_rows(text)
-    assert list(table) == [*tasks, f"{GROUP} (mean)"]
-    assert "SmolLM2-135M-Instruct.Q4_1" in text
+    assert list(table) == [*tasks, *(f"{g} (mean)" for g in groups)]
+    assert text.startswith("Model: SmolLM2-135M-Instruct.Q4_1 (best per task in **bold**)")
 
 
 @pytest.mark.slow
-def test_real_summary_over_two_altered_copies(real_run, tmp_path):
+def test_real_summary_over_two_altered_copies(lm_eval_run, tmp_path):
     """Two 'models' from one real file: the copy's numbers changed by hand."""
-    out, data, tasks = real_run
-    small = file_of(out)
+    data = lm_eval_run.results
+    tasks, _groups = real_layout(data)
+    small = file_of(lm_eval_run.output_dir)
     big_data = copy.deepcopy(data)
     big_data["model_name"] = big_data["config"]["model_args"]["pretrained"] = "big-model"
     big_data["config"]["model_args"].pop("gguf_file", None)
-    # big-model: DC-PMI best on copa; on the other task (if any) LM and Avg tie.
-    big_data["results"]["dcpmi_copa"].update(
-        {"acc_unc,none": 0.5, "acc,none": 0.5, "acc_avg,none": 0.5, "acc_dcpmi,none": 1.0}
+    # big-model: DC-PMI best on the first task; on the others LM and Avg tie.
+    big_data["results"][tasks[0]].update(
+        {f"{m},none": 0.5 for m in METHODS} | {"acc_dcpmi,none": 1.0}
     )
     for task in tasks[1:]:
         big_data["results"][task].update(
-            {"acc_unc,none": 0.1, "acc,none": 0.6, "acc_avg,none": 0.6, "acc_dcpmi,none": 0.2}
+            {"acc_unc,none": 0.1, "acc,none": 0.6, "acc_avg,none": 0.6, "acc_norm,none": 0.3}
+            | {"acc_dcpmi,none": 0.2}
         )
     big = tmp_path / "big" / "results_2026-01-01T00-00-00.json"
     big.parent.mkdir()
@@ -273,12 +259,12 @@ def test_real_summary_over_two_altered_copies(real_run, tmp_path):
     runs = load_results([small, big])
     assert [r.model for r in runs] == ["SmolLM2-135M-Instruct.Q4_1", "big-model"]
     shares = summary(runs)
-    # The real run's expectations, from its own file.
     small_wins = {m: 0 for m in METHODS}
     for task in tasks:
-        for m in expected_best({m: data["results"][task][f"{m},none"] for m in METHODS}):
+        for m in expected_best(real_values(data["results"][task])):
             small_wins[m] += 1
-    big_wins = {"acc_dcpmi": 1, "acc": len(tasks) - 1, "acc_avg": len(tasks) - 1, "acc_unc": 0}
+    others = len(tasks) - 1
+    big_wins = {"acc_dcpmi": 1, "acc": others, "acc_avg": others, "acc_unc": 0, "acc_norm": 0}
     for m in METHODS:
         assert shares[m]["SmolLM2-135M-Instruct.Q4_1"].wins == small_wins[m]
         assert shares[m]["big-model"].wins == big_wins[m]
@@ -295,6 +281,7 @@ def test_real_summary_over_two_altered_copies(real_run, tmp_path):
         "report.csv",
         "summary.md",
         "summary.csv",
+        "intervals.csv",  # from the real run's samples; the copy has none
         "figure_SmolLM2-135M-Instruct.Q4_1.png",
         "figure_big-model.png",
     }
@@ -303,6 +290,8 @@ def test_real_summary_over_two_altered_copies(real_run, tmp_path):
     rows = list(csv.reader(io.StringIO((target / "summary.csv").read_text())))
     assert rows[0] == ["method", "SmolLM2-135M-Instruct.Q4_1", "big-model", "overall"]
     assert rows[-1] == ["tasks", str(len(tasks)), str(len(tasks)), str(2 * len(tasks))]
+    intervals = list(csv.DictReader(io.StringIO((target / "intervals.csv").read_text())))
+    assert {r["model"] for r in intervals} == {"SmolLM2-135M-Instruct.Q4_1"}
 
 
 # ---------------------------------------------------------------------------
@@ -317,28 +306,36 @@ def test_best_marks_ties_and_nan():
             "dcpmi_rte": entry(0.4, 0.4, 0.4, 0.4),  # four-way tie
             "dcpmi_sst2": entry(0.30004, 0.29996, 0.1, 0.2),  # equal as shown (30.0)
             "dcpmi_trec": entry(0.1, 0.2, NAN, 0.2),  # tie beside a NaN
+            "dcpmi_boolq": entry(0.1, 0.2, 0.3, 0.4, norm=0.45),  # Char wins
         }
     )
     run = run_from_dict(data)
     best = {row.task: row.best for row in run.rows}
     assert best == {
         "dcpmi_copa": ("acc", "acc_avg"),
-        "dcpmi_rte": METHODS,
+        "dcpmi_rte": ("acc_unc", "acc", "acc_avg", "acc_dcpmi"),  # Char is missing
         "dcpmi_cb": ("acc_unc",),
+        "dcpmi_boolq": ("acc_norm",),
         "dcpmi_sst2": ("acc_unc", "acc"),
         "dcpmi_trec": ("acc", "acc_dcpmi"),
     }
     table = md_rows(markdown_table(run))
-    assert table["dcpmi_copa"] == ["100", "50.0", "**70.0**", "**70.0**", "60.0"]
-    assert table["dcpmi_cb"] == ["100", "**90.0**", "20.0", "n/a", "30.0"]
-    assert table["dcpmi_rte"] == ["100", "**40.0**", "**40.0**", "**40.0**", "**40.0**"]
+    assert table["dcpmi_copa"] == ["100", "50.0", "**70.0**", "**70.0**", "–", "60.0"]
+    assert table["dcpmi_cb"] == ["100", "**90.0**", "20.0", "n/a", "–", "30.0"]
+    assert table["dcpmi_rte"] == ["100", "**40.0**", "**40.0**", "**40.0**", "–", "**40.0**"]
     assert table["dcpmi_sst2"][1:3] == ["**30.0**", "**30.0**"]
-    assert table["dcpmi_trec"] == ["100", "10.0", "**20.0**", "n/a", "**20.0**"]
+    assert table["dcpmi_trec"] == ["100", "10.0", "**20.0**", "n/a", "–", "**20.0**"]
+    assert table["dcpmi_boolq"] == ["100", "10.0", "20.0", "30.0", "**45.0**", "40.0"]
     rows = {r["task"]: r for r in csv.DictReader(io.StringIO(csv_report([run])))}
     assert rows["dcpmi_copa"]["best"] == "LM;Avg"
     assert rows["dcpmi_cb"]["best"] == "Unc"
     assert rows["dcpmi_cb"]["Avg"] == "n/a"
     assert rows["dcpmi_rte"]["best"] == "Unc;LM;Avg;DC-PMI"
+    assert (rows["dcpmi_boolq"]["best"], rows["dcpmi_boolq"]["Char"]) == ("Char", "45.0")
+    assert (rows["dcpmi_rte"]["Char"], rows["dcpmi_rte"]["lead_p"]) == ("–", "")
+    notes = report.markdown_report([run])
+    assert "- Char is – where the results file does not have it" in notes
+    assert "Intervals and significance need the per-document samples" in notes
 
 
 def test_all_nan_row_has_no_best():
@@ -389,7 +386,7 @@ def test_format_run_table_notes_nan_limit_and_truncation():
         "dcpmi_race_h": {"original": 3498, "effective": 6},
     }
     text = format_run_table(data)
-    assert "| dcpmi_copa | 6 / 500 | 50.0 | **70.0** | n/a | 60.0 |" in text
+    assert "| dcpmi_copa | 6 / 500 | 50.0 | **70.0** | n/a | – | 60.0 |" in text
     assert "--limit 6" in text
     assert "Avg is n/a" in text
     assert "dcpmi_race_h 2" in text
@@ -440,6 +437,7 @@ def test_summary_shares_on_two_hand_made_runs(tmp_path):
         "acc_unc": (1, 1, 2),
         "acc": (2, 0, 2),
         "acc_avg": (2, 0, 2),
+        "acc_norm": (0, 0, 0),  # not in these results files
         "acc_dcpmi": (3, 1, 4),
     }
     assert shares["acc"]["overall"].tasks == 6
@@ -453,6 +451,7 @@ def test_summary_shares_on_two_hand_made_runs(tmp_path):
         ["Unc", "25.0", "50.0", "33.3"],
         ["LM", "50.0", "0.0", "33.3"],
         ["Avg", "50.0", "0.0", "33.3"],
+        ["Char", "0.0", "0.0", "0.0"],
         ["DC-PMI", "75.0", "50.0", "66.7"],
         ["tasks", "4", "2", "6"],
     ]
@@ -550,7 +549,7 @@ def test_argparse_pair(tmp_path, capsys):
     args = parser.parse_args([str(path), "--out", str(tmp_path / "o"), "--format", "md,csv"])
     assert report.run(args) == 0
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == ["report.csv", "report.md"]
-    assert "| dcpmi_copa | 100 | 10.0 | 20.0 | 30.0 | **40.0** |" in capsys.readouterr().out
+    assert "| dcpmi_copa | 100 | 10.0 | 20.0 | 30.0 | – | **40.0** |" in capsys.readouterr().out
     args = parser.parse_args([str(path), "--format", "pdf"])
     assert report.run(args) == 2
     assert "unknown format 'pdf'" in capsys.readouterr().err

@@ -1,0 +1,183 @@
+"""``dcpmi report``: the command line over the report's parts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable, Sequence
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from lm_eval_dcpmi.report.figures import figure_name, plot_run, plot_study, study_figure_name
+from lm_eval_dcpmi.report.intervals import intervals_csv
+from lm_eval_dcpmi.report.loading import load_results
+from lm_eval_dcpmi.report.options import ExportSummary, write_options_csv
+from lm_eval_dcpmi.report.results import LABELS, ReportError, RunResults
+from lm_eval_dcpmi.report.summary import summary_csv, summary_markdown
+from lm_eval_dcpmi.report.tables import csv_report, markdown_report
+
+FORMATS = ("md", "csv", "png")
+
+
+def _matplotlib_available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _figures(runs: Sequence[RunResults], out: Path) -> list[Path]:
+    written = []
+    for run in runs:
+        if run.main_rows:
+            written.append(plot_run(run, out / figure_name(run)))
+        written += [plot_study(run, s, out / study_figure_name(run, s)) for s in run.studies]
+    return written
+
+
+def write_outputs(
+    runs: Sequence[RunResults], text: str, out: Path, chosen: Sequence[str], figures: bool
+) -> list[Path]:
+    """Write the chosen formats into ``out``; returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    several = len(runs) > 1
+    with_samples = any(run.has_samples for run in runs)
+    written: list[Path] = []
+    if "md" in chosen:
+        written.append(_write(out / "report.md", text))
+        if several:
+            written.append(_write(out / "summary.md", summary_markdown(runs)))
+    if "csv" in chosen:
+        written.append(_write(out / "report.csv", csv_report(runs)))
+        if several:
+            written.append(_write(out / "summary.csv", summary_csv(runs)))
+        if with_samples:
+            written.append(_write(out / "intervals.csv", intervals_csv(runs)))
+    if "png" in chosen and figures:
+        written += _figures(runs, out)
+    return written
+
+
+def _export_messages(summary: ExportSummary, path: Path) -> list[str]:
+    messages = [f"wrote {path} ({summary.rows} options of {len(summary.tasks)} task(s))"]
+    for task, why in summary.no_tokens.items():
+        messages.append(f"{task}: the tokens column is empty: {why}")
+    for (task, method), count in summary.mismatches.items():
+        messages.append(
+            f"warning: {task}: the exported {LABELS[method]} pick disagrees with the logged "
+            f"{method} on {count} document(s)"
+        )
+    return messages
+
+
+def report_command(
+    paths: Sequence[str | PathLike],
+    out_dir: str | PathLike | None = None,
+    formats: Iterable[str] | None = None,
+    *,
+    options_csv: str | PathLike | None = None,
+    stdout: Any = None,
+    stderr: Any = None,
+) -> int:
+    """Print the Markdown report of ``paths`` and, with ``out_dir``, write its files.
+
+    Writes into ``out_dir`` (created if needed), by format: ``md`` -> ``report.md`` (and
+    ``summary.md`` with several runs), ``csv`` -> ``report.csv`` (``summary.csv``; with
+    samples ``intervals.csv``), ``png`` -> ``figure_<model>.png`` per run and
+    ``figure_<model>_<study>.png`` per study. ``formats=None`` means all three, PNG
+    skipped with a note when matplotlib is missing; naming ``png`` explicitly makes a
+    missing matplotlib an error. ``options_csv``: also write the per-option export there.
+    Returns 0, or 2 after printing ``dcpmi report: error: ...`` for bad input.
+    """
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    explicit = formats is not None
+    chosen = list(FORMATS if formats is None else formats)
+    try:
+        unknown = [f for f in chosen if f not in FORMATS]
+        if unknown:
+            raise ReportError(f"unknown format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
+        runs = load_results(paths)
+        text = markdown_report(runs)
+        stdout.write(text)
+        messages: list[str] = []
+        if out_dir is not None:
+            figures = explicit or _matplotlib_available()
+            if "png" in chosen and not figures:
+                messages.append("no figures (pip install 'lm-eval-dcpmi[report]')")
+            written = write_outputs(runs, text, Path(out_dir), chosen, figures)
+            messages += [f"wrote {path}" for path in written]
+        if options_csv is not None:
+            summary = write_options_csv(runs, options_csv)
+            messages += _export_messages(summary, Path(options_csv))
+        for message in messages:
+            stderr.write(f"dcpmi report: {message}\n")
+    except ReportError as error:
+        stderr.write(f"dcpmi report: error: {error}\n")
+        return 2
+    except OSError as error:  # an --out folder that cannot be written
+        where = f"{error.filename}: " if error.filename else ""
+        stderr.write(f"dcpmi report: error: {where}{error.strerror or error}\n")
+        return 2
+    return 0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``dcpmi report``'s arguments to ``parser`` (a subcommand's parser)."""
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="RESULTS",
+        help="lm-eval results_*.json files or --output_path folders (of a folder, the "
+        "newest DC-PMI results file of every model subfolder); samples_*.jsonl files beside "
+        "them (--log_samples) add intervals and significance",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="write report.md/.csv, summary.md/.csv (several runs), intervals.csv (with "
+        "samples), figure_<model>.png and figure_<model>_<study>.png here",
+    )
+    parser.add_argument(
+        "--format",
+        dest="formats",
+        metavar="FMT",
+        action="append",
+        default=None,
+        help="only these outputs: md, csv, png (repeat or comma-separate; default all)",
+    )
+    parser.add_argument(
+        "--options-csv",
+        dest="options_csv",
+        metavar="FILE",
+        default=None,
+        help="write one row per (task, document, option) of the logged samples: "
+        "loglikelihoods, token and character counts, gold and each method's pick",
+    )
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``dcpmi report`` with arguments parsed by a parser set up by ``add_arguments``."""
+    formats = None
+    if args.formats:
+        formats = [f.strip() for item in args.formats for f in item.split(",") if f.strip()]
+    return report_command(
+        args.paths, args.out, formats, options_csv=getattr(args, "options_csv", None)
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m lm_eval_dcpmi.report RESULTS... [--out DIR]`` (same as ``dcpmi report``)."""
+    parser = argparse.ArgumentParser(
+        prog="dcpmi report", description="Paper-style tables and figures from lm-eval results."
+    )
+    return run(add_arguments(parser).parse_args(argv))

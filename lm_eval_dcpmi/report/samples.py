@@ -1,0 +1,123 @@
+"""The per-document samples that ``lm_eval ... --log_samples`` writes beside a results file.
+
+lm-eval names them ``samples_<task>_<date>.jsonl`` with the date of ``results_<date>.json``.
+Each line is one document: ``arguments`` (the requests' (context, continuation) pairs;
+a DC-PMI task's first half are the conditional requests, the second half the domain
+requests, both in option order), ``filtered_resps`` (the matching
+[loglikelihood, is_greedy] pairs), ``target`` and the per-document metric values.
+The JSONL file stores arguments as ``{"gen_args_<i>": {"arg_0": ..., "arg_1": ...}}`` and
+numbers as strings; ``simple_evaluate`` keeps tuples and floats. Both are read here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lm_eval_dcpmi.report.results import ReportError, number
+
+_RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
+
+
+def samples_files(results_file: Path, tasks: Iterable[str]) -> dict[str, Path]:
+    """``task -> samples file`` for the tasks of ``results_file`` that logged samples."""
+    match = _RESULTS_NAME.match(results_file.name)
+    if match is None:
+        return {}
+    stamp = match.group("stamp")
+    found = {}
+    for task in tasks:
+        path = results_file.with_name(f"samples_{task}_{stamp}.jsonl")
+        if path.is_file():
+            found[task] = path
+    return found
+
+
+def read_samples(path: Path) -> list[dict[str, Any]]:
+    """The samples of one JSONL file; ``ReportError`` names the file and line when one is
+    not a JSON object."""
+    samples = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ReportError(f"{path}: cannot be read as a samples file ({error})") from None
+    for number_, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            sample = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ReportError(f"{path}:{number_}: not a JSON line ({error})") from None
+        if not isinstance(sample, dict) or "doc_id" not in sample:
+            raise ReportError(f"{path}:{number_}: not an lm-eval sample (no doc_id)")
+        samples.append(sample)
+    return samples
+
+
+@dataclass(frozen=True)
+class DocumentOptions:
+    """One document's options with both loglikelihoods, from a DC-PMI sample."""
+
+    doc_id: int
+    contexts: list[str]  # the conditional requests' contexts (premise), per option
+    options: list[str]  # the continuations, in option order
+    conditional: list[float]  # log P(option | premise)
+    domain: list[float]  # log P(option | domain premise)
+    gold: int | None  # index of the correct option; None when the target names none
+
+
+def _pairs(arguments: Any) -> list[tuple[str, str]]:
+    if isinstance(arguments, Mapping):  # the JSONL form: gen_args_<i> -> {arg_0, arg_1}
+        keys = sorted(arguments, key=lambda k: int(str(k).rpartition("_")[2]))
+        return [(arguments[k]["arg_0"], arguments[k]["arg_1"]) for k in keys]
+    return [(str(args[0]), str(args[1])) for args in arguments]
+
+
+def _gold(target: Any, options: Sequence[str]) -> int | None:
+    """The gold index: ``target`` is an index (logged as a string in JSONL) or the option text
+    (as written, or without the delimiter lm-eval put in front of it)."""
+    if isinstance(target, list):
+        target = target[0] if len(target) == 1 else None
+    if isinstance(target, (int, float)) and not isinstance(target, bool):
+        return int(target) if 0 <= target < len(options) else None
+    if isinstance(target, str):
+        if target.strip().lstrip("-").isdigit():
+            index = int(target)
+            return index if 0 <= index < len(options) else None
+        for i, option in enumerate(options):
+            if option == target or option.strip() == target.strip():
+                return i
+    return None
+
+
+def document_options(sample: Mapping[str, Any], where: str) -> DocumentOptions:
+    """The options of one DC-PMI sample; ``ReportError`` (naming ``where``) when its requests
+    are not conditional + domain pairs for the same options."""
+    pairs = _pairs(sample.get("arguments") or [])
+    responses = sample.get("filtered_resps") or []
+    half = len(pairs) // 2
+    if not pairs or len(pairs) % 2 or len(responses) != len(pairs):
+        raise ReportError(
+            f"{where}: doc {sample.get('doc_id')} has {len(pairs)} requests and "
+            f"{len(responses)} responses; a DC-PMI sample has 2 per option (is this a "
+            "dcpmi_* task's samples file?)"
+        )
+    options = [continuation for _context, continuation in pairs[:half]]
+    if [continuation for _context, continuation in pairs[half:]] != options:
+        raise ReportError(
+            f"{where}: doc {sample.get('doc_id')}: the second half of the requests does not "
+            "score the same options as the first (not a DC-PMI sample)"
+        )
+    loglikelihoods = [number(response[0]) for response in responses]
+    return DocumentOptions(
+        doc_id=int(sample["doc_id"]),
+        contexts=[context for context, _continuation in pairs[:half]],
+        options=options,
+        conditional=loglikelihoods[:half],
+        domain=loglikelihoods[half:],
+        gold=_gold(sample.get("target"), options),
+    )

@@ -1,0 +1,199 @@
+"""The Markdown report and the CSV table of one or more runs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lm_eval_dcpmi.report import intervals, studies
+from lm_eval_dcpmi.report.formatting import (
+    DAGGER,
+    csv_text,
+    header,
+    lead_p_value,
+    limit_text,
+    marked_cells,
+    md_cell,
+    method_labels,
+    p_text,
+    score_text,
+)
+from lm_eval_dcpmi.report.results import LABELS, METHODS, NA, RunResults, TaskRow, run_from_dict
+from lm_eval_dcpmi.report.summary import summary_markdown
+
+INTRODUCTION = (
+    "# DC-PMI report\n\nAccuracy (%) of the five scoring methods (Holtzman et al., 2021; "
+    "Char is lm-eval's acc_norm): Unc = log P(option | domain premise), LM = log P(option "
+    "| premise), Avg = LM per option token, Char = LM per option character, DC-PMI = LM - "
+    "Unc. Best per task in **bold** (ties too).\n"
+)
+
+
+def n_text(row: TaskRow) -> str:
+    if row.n is None:
+        return NA
+    return f"{row.n} / {row.n_total}" if row.limited else str(row.n)
+
+
+def table_line(label: str, n: str, cells: Sequence[str]) -> str:
+    return f"| {label} | {n} | " + " | ".join(cells) + " |"
+
+
+def markdown_table(run: RunResults, rows: Sequence[TaskRow] | None = None) -> str:
+    """The run's table in Markdown (GitHub flavour): a row per task of ``rows`` (default:
+    the main rows, see ``RunResults.main_rows``), the best of each row in bold."""
+    lines = header("Task", "n", *method_labels())
+    for row in run.main_rows if rows is None else rows:
+        label = f"*{md_cell(row.label)}*" if row.is_group else md_cell(row.label)
+        lines.append(table_line(label, n_text(row), marked_cells(row)))
+    return "\n".join(lines) + "\n"
+
+
+def _partial_note(run: RunResults) -> str:
+    limited = [r for r in run.rows if r.limited and not r.is_group]
+    detail = ", ".join(f"{r.task} {r.n} of {r.n_total}" for r in limited[:4])
+    if len(limited) > 4:
+        detail += f", and {len(limited) - 4} more"
+    flag = f"--limit {limit_text(run.limit)}" if run.limit is not None else "--limit"
+    return (
+        f"**Partial run ({flag})**: not every document was scored"
+        + (f" ({detail})" if detail else "")
+        + "; not comparable with full-set accuracies."
+    )
+
+
+def _significance_note(run: RunResults) -> str:
+    if run.has_samples:
+        return (
+            f"{DAGGER}: the best method's lead over the runner-up is significant (McNemar's "
+            "exact test on the documents, p < 0.05); a bold value without it is not, or is "
+            "a tie. 95% intervals below."
+        )
+    return (
+        "Intervals and significance need the per-document samples: run lm_eval with "
+        "`--log_samples` and report its output folder (the samples_<task>_<date>.jsonl "
+        "files beside the results file)."
+    )
+
+
+def notes(run: RunResults) -> list[str]:
+    """The notes under a run's table: partial run, missing values, truncation, few-shot,
+    significance."""
+    found: list[str] = [_partial_note(run)] if run.limited else []
+    if any(math.isnan(r.scores.get("acc_avg", 0.0)) for r in run.rows):
+        found.append(
+            "Avg is n/a where no tokenizer was known (give `pretrained=` or `tokenizer=` in "
+            "--model_args or --metadata)."
+        )
+    without = [LABELS[m] for m in METHODS if any(m not in r.scores for r in run.rows)]
+    if without:
+        found.append(
+            f"{', '.join(without)} is – where the results file does not have it (written "
+            "by an earlier version of the plugin)."
+        )
+    truncated = [r for r in run.rows if not r.is_group and (r.truncated or 0) > 0]
+    if truncated:
+        found.append(
+            "Requests longer than the model's context (truncated): "
+            + ", ".join(f"{r.task} {int(r.truncated)}" for r in truncated)  # type: ignore[arg-type]
+            + "."
+        )
+    shots = {t: k for t, k in run.n_shot.items() if k not in (0, None, "0")}
+    if shots:
+        found.append("Few-shot: " + ", ".join(f"{t} {k}-shot" for t, k in shots.items()) + ".")
+    found.append(_significance_note(run))
+    return found
+
+
+def _bullets(items: Sequence[str]) -> str:
+    return "\n".join(f"- {item}" for item in items) + "\n"
+
+
+def run_section(run: RunResults, *, with_intervals: bool = True) -> str:
+    """A run's part of the report: heading, source, main table, notes, studies, intervals."""
+    section = [f"## {md_cell(run.model)}\n"]
+    if run.source is not None:
+        section.append(f"Source: `{run.source}`\n")
+    if run.main_rows:
+        section.append(markdown_table(run))
+    section.append(_bullets(notes(run)))
+    section += [studies.study_markdown(study) for study in run.studies]
+    if with_intervals and run.has_samples:
+        section.append(intervals.intervals_markdown(run))
+        section.append(intervals.differences_markdown(run))
+    return "\n".join(section)
+
+
+def markdown_report(runs: Sequence[RunResults], *, title: bool = True) -> str:
+    """A section per run; with several runs, the best-method summary after."""
+    parts = [INTRODUCTION] if title else []
+    parts += [run_section(run) for run in runs]
+    if len(runs) > 1:
+        parts.append("## Best method, share of tasks\n\n" + summary_markdown(runs))
+    return "\n".join(parts)
+
+
+CSV_HEADER = (
+    "model",
+    "task",
+    "is_group",
+    "n",
+    "n_total",
+    *(LABELS[m] for m in METHODS),
+    "best",
+    "lead_p",
+    "truncated",
+    "limit",
+    "study",
+    "statistic",
+)
+
+
+def _csv_row(run: RunResults, row: TaskRow, study: str = "") -> tuple[Any, ...]:
+    truncated = row.truncated
+    lead = lead_p_value(row)
+    return (
+        run.model,
+        row.task,
+        int(row.is_group),
+        "" if row.n is None else row.n,
+        "" if row.n_total is None else row.n_total,
+        *(score_text(row, m) for m in METHODS),
+        ";".join(LABELS[m] for m in row.best),
+        "" if lead is None else p_text(lead),
+        "" if truncated is None or math.isnan(truncated) else int(truncated),
+        "" if run.limit is None else limit_text(run.limit),
+        study,
+        "",
+    )
+
+
+def csv_report(runs: Sequence[RunResults]) -> str:
+    """All runs' rows as CSV: accuracy in percent with one decimal (``n/a`` for NaN, ``–``
+    when the results file lacks the metric); ``best`` lists the winning methods separated
+    by ``;``; ``lead_p`` is McNemar's p for the best method's lead (with samples). The main
+    rows come first, then each study's tasks (``study`` names the group) and its ``mean``
+    and ``std`` rows (``statistic``)."""
+    rows: list[Sequence[Any]] = [CSV_HEADER]
+    for run in runs:
+        rows += [_csv_row(run, row) for row in run.main_rows]
+        for study in run.studies:
+            rows += [_csv_row(run, member, study.group) for member in study.members]
+            rows += studies.study_csv_rows(run, study, width=len(CSV_HEADER))
+    return csv_text(rows)
+
+
+def format_run_table(results: Mapping[str, Any]) -> str:
+    """The Markdown table, notes and studies of an in-memory lm-eval results dict, as
+    returned by ``lm_eval.simple_evaluate``; for ``dcpmi run`` to print at the end of a
+    run. Raises ``ReportError`` when the dict holds no DC-PMI task."""
+    run = run_from_dict(results, None)
+    heading = f"Model: {run.model} (best per task in **bold**)\n\n"
+    return heading + "\n".join(
+        [
+            *([markdown_table(run)] if run.main_rows else []),
+            _bullets(notes(run)),
+            *(studies.study_markdown(study) for study in run.studies),
+        ]
+    )
