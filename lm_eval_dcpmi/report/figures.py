@@ -221,7 +221,7 @@ def plot_study(
         labels.append(f"{LABELS[method]}\n{shown}")
     axes.set_xticks(positions)
     axes.set_xticklabels(labels, fontsize=10)
-    axes.set_ylim(0, 100)
+    axes.set_ylim(-2, 102)  # points at 0 or 100 stay whole
     axes.set_ylabel("Accuracy (%)", fontsize=11)
     axes.grid(axis="y", alpha=0.3)
     axes.set_axisbelow(True)
