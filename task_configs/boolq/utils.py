@@ -1,0 +1,11 @@
+"""BoolQ premise (the spec's string), for dcpmi_boolq.yaml."""
+
+from __future__ import annotations
+
+
+def boolq_premise(doc: dict) -> str:
+    """``' title: <title>\\n question: <Question>?\\n answer:'``. The passage is not used.
+    The question's first letter is capitalised, then every ``' i '`` becomes ``' I '``."""
+    question = doc["question"][0].upper() + doc["question"][1:]
+    question = question.replace(" i ", " I ")
+    return f" title: {doc['title']}\n question: {question}?\n answer:"
