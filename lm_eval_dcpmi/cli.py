@@ -16,7 +16,6 @@ and figures (see ``report.py``).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -118,8 +117,9 @@ def lm_eval_argv(forwarded: Sequence[str], derived_tasks: Sequence[str] = ()) ->
     if not _has_option(argv, "--model"):
         argv = ["--model", "hf", *argv]
         if not _has_option(argv, "--model_args"):
+            # No HF_HUB_OFFLINE here: the model is read from disk either way, and offline
+            # mode would also stop the downloads of lm-eval's hub datasets and ours.
             argv += ["--model_args", embedded_model_args()]
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is on disk
     if derived_tasks:
         argv += ["--tasks", ",".join(derived_tasks)]  # lm-eval appends repeated --tasks
     elif not _has_option(argv, "--tasks"):
