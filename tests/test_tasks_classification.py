@@ -8,35 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections import Counter
 
 import pytest
 from conftest import load_task, request_pairs
 
-from lm_eval_dcpmi import data, records
+from lm_eval_dcpmi import data, paper, records
+from lm_eval_dcpmi.scoring import ACCURACIES
 from lm_eval_dcpmi.tokens import TokenCounter, literal_special_tokens
-
-CLASSIFICATION_TASKS = [
-    "dcpmi_boolq",
-    "dcpmi_rte",
-    "dcpmi_cb",
-    "dcpmi_sst2",
-    "dcpmi_sst5",
-    "dcpmi_agn",
-    "dcpmi_trec",
-]
-MCQA_TASKS = [
-    "dcpmi_copa",
-    "dcpmi_storycloze",
-    "dcpmi_hellaswag",
-    "dcpmi_race_m",
-    "dcpmi_race_h",
-    "dcpmi_arc_easy",
-    "dcpmi_arc_challenge",
-    "dcpmi_obqa",
-    "dcpmi_cqa",
-]
 
 
 def requests(premise: str, domain: str, options: list[str]) -> list[tuple[str, str]]:
@@ -47,27 +26,30 @@ def requests(premise: str, domain: str, options: list[str]) -> list[tuple[str, s
 # --------------------------------------------------------------------- item counts
 
 
-@pytest.mark.parametrize(
-    ("name", "n_items", "gold_counts"),
-    [
-        # gold counts from the raw files with grep/cut (boolq: 2033 true, 1237 false; ...)
-        ("dcpmi_boolq", 3270, {0: 2033, 1: 1237}),
-        ("dcpmi_rte", 277, {0: 146, 1: 131}),
-        ("dcpmi_cb", 56, {0: 23, 1: 28, 2: 5}),
-        ("dcpmi_sst2", 1821, {0: 279 + 633, 1: 510 + 399}),
-        ("dcpmi_sst5", 2210, {0: 279, 1: 633, 2: 389, 3: 510, 4: 399}),
-        ("dcpmi_agn", 7600, {0: 1900, 1: 1900, 2: 1900, 3: 1900}),
-        # DESC 138, ENTY 94, LOC 81, NUM 113, ABBR 9, HUM 65
-        ("dcpmi_trec", 500, {0: 138, 1: 94, 2: 81, 3: 113, 4: 9, 5: 65}),
-    ],
-)
-def test_item_count_and_labels_match_the_spec(task_manager, name, n_items, gold_counts):
-    task = load_task(task_manager, name)
-    docs = task.eval_docs
+# task -> (items, documents per gold index); gold counts from the raw files with grep/cut
+# (boolq: 2033 true, 1237 false; ...)
+ITEMS_AND_GOLDS = {
+    "dcpmi_boolq": (3270, {0: 2033, 1: 1237}),
+    "dcpmi_rte": (277, {0: 146, 1: 131}),
+    "dcpmi_cb": (56, {0: 23, 1: 28, 2: 5}),
+    "dcpmi_sst2": (1821, {0: 279 + 633, 1: 510 + 399}),
+    "dcpmi_sst5": (2210, {0: 279, 1: 633, 2: 389, 3: 510, 4: 399}),
+    "dcpmi_agn": (7600, {0: 1900, 1: 1900, 2: 1900, 3: 1900}),
+    # DESC 138, ENTY 94, LOC 81, NUM 113, ABBR 9, HUM 65
+    "dcpmi_trec": (500, {0: 138, 1: 94, 2: 81, 3: 113, 4: 9, 5: 65}),
+}
+
+
+def test_every_classification_task_of_the_paper_is_counted():
+    assert list(ITEMS_AND_GOLDS) == list(paper.tasks_of_kind("classification"))
+
+
+@pytest.mark.parametrize("name", list(ITEMS_AND_GOLDS))
+def test_item_count_and_labels_match_the_spec(task_manager, name):
+    n_items, gold_counts = ITEMS_AND_GOLDS[name]
+    docs = load_task(task_manager, name).eval_docs
     assert len(docs) == n_items
     assert dict(Counter(docs["gold"])) == gold_counts
-    assert task.config.target_delimiter == ""
-    assert task_manager.task_index[name].tags == {"dcpmi_classification"}
 
 
 # ------------------------------------------------------- first two documents, exactly
@@ -347,29 +329,33 @@ def test_a_tokenizer_without_endoftext_is_reported():
 def test_sst5_warns_once_when_the_tokenizer_lacks_endoftext(task_manager, monkeypatch, caplog):
     from lm_eval_dcpmi import task as task_module
 
-    sst5 = load_task(task_manager, "dcpmi_sst5")
-    request_pairs(sst5, 2)
     counter = TokenCounter(byte_level_tokenizer_without_endoftext(), 2048, None)
-    monkeypatch.setattr(task_module, "token_counter_for", lambda **_: counter)
-    results = [(-1.0, False)] * 10
+    monkeypatch.setattr(task_module, "counter_for_metadata", lambda _metadata: counter)
+    sst5 = load_task(task_manager, "dcpmi_sst5")
     with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.task"):
-        for doc in sst5.eval_docs.select(range(2)):
-            sst5.process_results(doc, results)
+        request_pairs(sst5, 2)  # the check runs when the requests are built
     warnings = [r.getMessage() for r in caplog.records if "<|endoftext|>" in r.getMessage()]
-    assert len(warnings) == 1
-    assert "dcpmi_sst5" in warnings[0]
+    assert len(warnings) == 1  # once for the task, not once per document or option
+    assert warnings[0].startswith("dcpmi_sst5: the options or domain premise contain")
     assert "13 characters as ordinary text (13 tokens)" in warnings[0]
     assert "end-of-sequence token is '</s>'" in warnings[0]
-    assert "dcpmi_sst5.yaml" in warnings[0]
+    assert "sst/dcpmi_sst5.yaml" in warnings[0]
 
 
 def test_sst5_does_not_warn_for_the_embedded_model(task_manager, embedded_counter, caplog):
     sst5 = load_task(task_manager, "dcpmi_sst5")
-    request_pairs(sst5, 2)
     with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.task"):
-        scores = sst5.process_results(sst5.eval_docs[0], [(-1.0, False)] * 10)
+        request_pairs(sst5, 2)
     assert not [r for r in caplog.records if "<|endoftext|>" in r.getMessage()]
-    assert not math.isnan(scores["acc_avg"])
+    doc = sst5.eval_docs[0]
+    premise = sst5.doc_to_text(doc)
+    n_tokens = [embedded_counter.split(premise, option)[1] for option in sst5.doc_to_choice(doc)]
+    assert n_tokens == [4, 4, 3, 4, 4]  # '<|endoftext|>' is one token
+    # LM picks option 2 (the gold); per token, option 0 wins (-3.9 / 4 > -3.0 / 3).
+    conditional = [-3.9, -9.0, -3.0, -9.0, -9.0]
+    scores = sst5.process_results(doc, [(ll, False) for ll in conditional + [-1.0] * 5])
+    assert doc["gold"] == 2
+    assert (scores["acc"], scores["acc_avg"]) == (1.0, 0.0)
 
 
 # --------------------------------------------------------------------- bad input
@@ -578,27 +564,20 @@ def test_a_bad_file_fails_the_task_load_through_the_task_manager(tmp_path):
 # -------------------------------------------------------------------------- group
 
 
-def test_group_dcpmi_has_the_16_tasks_and_an_unweighted_mean(task_manager):
-    missing = [n for n in MCQA_TASKS + CLASSIFICATION_TASKS if n not in task_manager.all_tasks]
-    if missing:
-        pytest.skip(f"task YAMLs not written yet: {', '.join(missing)}")
-    loaded = task_manager.load(["dcpmi"])
-    group = loaded["groups"]["dcpmi"]
-    assert group.child_names == MCQA_TASKS + CLASSIFICATION_TASKS
-    assert sorted(loaded["tasks"]) == sorted(MCQA_TASKS + CLASSIFICATION_TASKS)
+def test_group_dcpmi_is_the_papers_tasks_with_an_unweighted_mean_of_every_accuracy(
+    task_manager,
+):
+    loaded = task_manager.load([paper.PAPER_GROUP])
+    group = loaded["groups"][paper.PAPER_GROUP]
+    assert group.child_names == list(paper.paper_order())
+    assert sorted(loaded["tasks"]) == sorted(paper.paper_order())
     assert [(a.metric, a.aggregation, a.weight_by_size) for a in group.aggregate_metric_list] == [
-        ("acc", "mean", False),
-        ("acc_avg", "mean", False),
-        ("acc_unc", "mean", False),
-        ("acc_dcpmi", "mean", False),
+        (metric, "mean", False) for metric in ACCURACIES
     ]
-    # Each task counts once, whatever its size.
-    names = MCQA_TASKS + CLASSIFICATION_TASKS
-    metrics = {
-        name: {"acc,none": 1.0 if i == 0 else 0.0, "sample_len": 10000 if i == 0 else 10}
-        for i, name in enumerate(names)
-    }
-    assert group.aggregate(metrics)["acc,none"] == pytest.approx(1 / 16)
-    tags = {name: set(task_manager.task_index[name].tags) for name in names}
-    assert all(tags[n] == {"dcpmi_mcqa"} for n in MCQA_TASKS), tags
-    assert all(tags[n] == {"dcpmi_classification"} for n in CLASSIFICATION_TASKS), tags
+
+
+@pytest.mark.parametrize("kind", ["mcqa", "classification"])
+def test_lm_evals_tags_agree_with_the_papers_kinds(task_manager, kind):
+    """paper.py reads each task YAML's own `tag:`; lm-eval also follows `include:`. A tag
+    moved into an included base would split the two."""
+    assert task_manager.task_index[f"dcpmi_{kind}"].tags == set(paper.tasks_of_kind(kind))
