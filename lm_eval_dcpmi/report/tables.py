@@ -71,9 +71,9 @@ def _significance_note(run: RunResults) -> str:
             "a tie. 95% intervals below."
         )
     return (
-        "Intervals and significance need the per-document samples: run lm_eval with "
-        "`--log_samples` and report its output folder (the samples_<task>_<date>.jsonl "
-        "files beside the results file)."
+        "Intervals and significance need the per-document samples: `dcpmi report` adds "
+        "them for a run made with `--log_samples` (given its --output_path, where the "
+        "samples_<task>_<date>.jsonl files lie beside the results file)."
     )
 
 
