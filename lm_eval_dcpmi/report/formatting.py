@@ -34,6 +34,13 @@ def score_text(row: TaskRow, method: str) -> str:
     return value_text(row.scores.get(method))
 
 
+def n_text(row: TaskRow) -> str:
+    """Documents scored, ``n / total`` when --limit left some out."""
+    if row.n is None:
+        return NA
+    return f"{row.n} / {row.n_total}" if row.limited else str(row.n)
+
+
 def p_text(p_value: float | None) -> str:
     if p_value is None or math.isnan(p_value):
         return NA

@@ -17,9 +17,10 @@ from lm_eval_dcpmi.report.formatting import (
     marked_cells,
     md_cell,
     method_labels,
+    n_text,
     value_text,
 )
-from lm_eval_dcpmi.report.results import LABELS, METHODS, NA, RunResults, Study, best_of, percent
+from lm_eval_dcpmi.report.results import LABELS, METHODS, RunResults, Study, best_of, percent
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,8 @@ def study_markdown(study: Study) -> str:
         *header("Task", "n", *method_labels()),
     ]
     for member in study.members:
-        n = NA if member.n is None else str(member.n)
-        lines.append(f"| {md_cell(member.task)} | {n} | " + " | ".join(marked_cells(member)) + " |")
+        cells = " | ".join(marked_cells(member))
+        lines.append(f"| {md_cell(member.task)} | {n_text(member)} | {cells} |")
     best = best_mean(spread)
     means, stds = [], []
     for method in METHODS:

@@ -16,10 +16,11 @@ from lm_eval_dcpmi.report.formatting import (
     marked_cells,
     md_cell,
     method_labels,
+    n_text,
     p_text,
     score_text,
 )
-from lm_eval_dcpmi.report.results import LABELS, METHODS, NA, RunResults, TaskRow, run_from_dict
+from lm_eval_dcpmi.report.results import LABELS, METHODS, RunResults, TaskRow, run_from_dict
 from lm_eval_dcpmi.report.summary import summary_markdown
 
 INTRODUCTION = (
@@ -28,12 +29,6 @@ INTRODUCTION = (
     "| premise), Avg = LM per option token, Char = LM per option character, DC-PMI = LM - "
     "Unc. Best per task in **bold** (ties too).\n"
 )
-
-
-def n_text(row: TaskRow) -> str:
-    if row.n is None:
-        return NA
-    return f"{row.n} / {row.n_total}" if row.limited else str(row.n)
 
 
 def table_line(label: str, n: str, cells: Sequence[str]) -> str:
