@@ -84,8 +84,8 @@ def notes(run: RunResults) -> list[str]:
     without = [LABELS[m] for m in METHODS if any(m not in r.scores for r in run.rows)]
     if without:
         found.append(
-            f"{', '.join(without)} is – where the results file does not have it (written "
-            "by an earlier version of the plugin)."
+            f"{', '.join(without)} is – where the results file does not have it (a group "
+            "that does not aggregate it, or a file written before the plugin reported it)."
         )
     truncated = [r for r in run.rows if not r.is_group and (r.truncated or 0) > 0]
     if truncated:
