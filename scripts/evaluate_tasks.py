@@ -38,14 +38,14 @@ def main() -> None:
     from lm_eval.tasks import TaskManager
     from lm_eval.utils import handle_non_serializable
 
-    from lm_eval_dcpmi import embedded, report
+    from lm_eval_dcpmi import embedded, paper
 
     model_args = embedded.model_args()
     lm = get_model(args.model)(**model_args, device="cpu", batch_size=args.batch_size)
     task_manager = TaskManager(metadata=model_args)
     merged: dict = {}
     seconds: dict[str, float] = {}
-    for task in args.tasks.split(",") if args.tasks else report.PAPER_ORDER:
+    for task in args.tasks.split(",") if args.tasks else paper.paper_order():
         start = time.perf_counter()
         results = simple_evaluate(
             model=lm, tasks=[task], limit=args.limit, task_manager=task_manager
