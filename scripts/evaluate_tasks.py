@@ -38,7 +38,8 @@ def main() -> None:
     from lm_eval.tasks import TaskManager
     from lm_eval.utils import handle_non_serializable
 
-    from lm_eval_dcpmi import embedded, paper
+    from lm_eval_dcpmi import embedded, paper, report
+    from lm_eval_dcpmi.scoring import METHODS
 
     model_args = embedded.model_args()
     lm = get_model(args.model)(**model_args, device="cpu", batch_size=args.batch_size)
@@ -70,7 +71,7 @@ def main() -> None:
     lines[1] += "---:|"
     for i, row in enumerate(run.rows, start=2):
         lines[i] += f" {seconds.get(row.task, '')} |"
-    means = [sum(row.scores[m] for row in run.rows) / len(run.rows) * 100 for m in report.METHODS]
+    means = [sum(row.scores[m] for row in run.rows) / len(run.rows) * 100 for m in METHODS]
     lines.append(
         f"| *mean ({len(run.rows)} tasks)* | | "
         + " | ".join(f"{m:.1f}" for m in means)
