@@ -45,7 +45,8 @@ def _plain_lm(hf_lm, **kwargs):
 def prefix_lm(hf_lm):
     """PrefixHFLM on the weights of ``hf_lm`` (no second load)."""
     lm = _prefix_lm(hf_lm)
-    assert lm._prefix_supported(), "the self-check should accept SmolLM2 (a plain Llama)"
+    assert lm._setup is not None, "the self-check should accept SmolLM2 (a plain Llama)"
+    assert lm._setup.packed and lm._setup.vocab == 49152
     return lm
 
 
@@ -208,19 +209,19 @@ def test_rolling_loglikelihood_is_hfs(hf_lm, prefix_lm):
 def test_falls_back_to_hf_when_cache_unusable(hf_lm, monkeypatch):
     from lm_eval_dcpmi import prefix_lm as module
 
-    monkeypatch.setattr(module, "_layer_tensors", lambda cache: None)
+    monkeypatch.setattr(module, "layer_tensors", lambda cache: None)
     lm = _prefix_lm(hf_lm)
-    assert not lm._prefix_supported()
+    assert lm._setup is None
     pairs = _generic_pairs()[:4]
     expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
     _assert_same(expected, lm.loglikelihood(_instances(pairs), disable_tqdm=True), pairs)
 
 
 def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
-    """A real lm-eval run: the four DC-PMI metrics with hf-prefix are hf's."""
+    """A real lm-eval run: every DC-PMI accuracy and count with hf-prefix is hf's."""
     from lm_eval import simple_evaluate
 
-    from lm_eval_dcpmi.scoring import METRICS
+    from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
 
     tasks = ["dcpmi_copa", "dcpmi_boolq"]
     available = [t for t in tasks if t in task_manager.all_tasks]
@@ -239,7 +240,7 @@ def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
 
     expected, got = run(hf_lm), run(prefix_lm)
     for task in available:
-        for metric in METRICS:
+        for metric in (*ACCURACIES, *COUNTS):
             key = f"{metric},none"
             want, value = expected[task][key], got[task][key]
             assert (math.isnan(want) and math.isnan(value)) or want == value, (task, metric)
