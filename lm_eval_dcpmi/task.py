@@ -21,18 +21,22 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
-from lm_eval.api.registry import DEFAULT_METRIC_REGISTRY, metric_registry, register_metric
 from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, METHODS, accuracies
-from lm_eval_dcpmi.tokens import TokenCounter, counter_for_metadata, literal_special_tokens
+from lm_eval_dcpmi.metrics import dcpmi_metric_list
+from lm_eval_dcpmi.scoring import METHODS, accuracies
+from lm_eval_dcpmi.tokens import (
+    TokenCounter,
+    counter_for_metadata,
+    literal_special_token_warnings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +51,6 @@ def affix(value: str, before: str = "", after: str = "") -> str:
 lm_utils.env.filters.setdefault("affix", affix)
 
 
-def total(items: list[float]) -> float:
-    """Aggregation for per-task counts (requests truncated, documents unranked): their sum."""
-    return float(sum(items))
-
-
 class _QuietOwnDatasets(logging.Filter):
     """Drops lm-eval's per-task advice on custom_dataset kwargs for the plugin's own tasks
     (their loaders take the data folder from --metadata already, as the README says)."""
@@ -62,47 +61,6 @@ class _QuietOwnDatasets(logging.Filter):
 
 
 logging.getLogger("lm_eval.api.task").addFilter(_QuietOwnDatasets())
-
-
-def _per_document(items: Any) -> Any:  # lm-eval's own metric functions pass values through
-    return items
-
-
-# Register the plugin's metrics with lm-eval, so that a metric_list names them like its own.
-for _metric in (*ACCURACIES, *COUNTS):
-    if _metric not in metric_registry:
-        register_metric(
-            metric=_metric,
-            higher_is_better=_metric in ACCURACIES,
-            output_type="multiple_choice",
-            aggregation="mean",
-        )(_per_document)
-
-
-def dcpmi_metric_list(configured: Sequence[dict] | None) -> list[dict]:
-    """The task's own metrics (lm-eval's multiple-choice defaults when it names none),
-    then the plugin's accuracies (mean) and counts (sum) that it does not name."""
-    if configured is None:
-        configured = [
-            {"metric": name, "aggregation": "mean", "higher_is_better": True}
-            for name in DEFAULT_METRIC_REGISTRY["multiple_choice"]
-        ]
-    names = {entry.get("metric") for entry in configured}
-    if "acc_mutual_info" in names:
-        raise DCPMIConfigError(
-            "metric acc_mutual_info adds its own unconditional requests; DC-PMI replaces it "
-            "(acc_unc and acc_dcpmi, with a domain premise): remove it from metric_list."
-        )
-    ours = [
-        {"metric": name, "aggregation": "mean", "higher_is_better": True}
-        for name in ACCURACIES
-        if name not in names
-    ] + [
-        {"metric": name, "aggregation": total, "higher_is_better": False}
-        for name in COUNTS
-        if name not in names
-    ]
-    return [*configured, *ours]
 
 
 @dataclass(frozen=True)
@@ -292,7 +250,10 @@ class DCPMITask(ConfigurableTask):
             scored_texts.update(r.arguments[1] for r in requests)
             scored_texts.update(r.arguments[0] for r in requests[len(requests) // 2 :])
         if counter is not None:
-            self._warn_literal_special_tokens(counter.tokenizer, scored_texts)
+            for warning in literal_special_token_warnings(
+                scored_texts, counter.tokenizer, self.config.task, self._source
+            ):
+                log.warning(warning)
 
     def _document_scoring(
         self, doc: dict, doc_id: int, requests: list[Instance], counter: TokenCounter | None
@@ -407,28 +368,5 @@ class DCPMITask(ConfigurableTask):
             )
         return {**own, **scores, "truncated": scoring.truncated}
 
-    # ---- options that name a special token, e.g. SST-5's '<|endoftext|>' -------------
 
-    def _warn_literal_special_tokens(self, tokenizer: Any, texts: set[str]) -> None:
-        """Warn once per task when an option or domain premise names a special token
-        (``<|endoftext|>``, ``</s>``, ...) that this tokenizer does not have: the model
-        then scores the literal characters, not the token the task's author meant."""
-        for literal, n_tokens in literal_special_tokens(texts, tokenizer).items():
-            eos = getattr(tokenizer, "eos_token", None)
-            log.warning(
-                "%s: the options or domain premise contain %r, which the tokenizer %s does not "
-                "have as one special token; the model scores these %d characters as ordinary "
-                "text (%d tokens), not as a special token.%s To score another token, copy the "
-                "task's YAML (%s), replace %r there and pass its folder with --include_path.",
-                self.config.task,
-                literal,
-                getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__,
-                len(literal),
-                n_tokens,
-                f" This tokenizer's end-of-sequence token is {eos!r}." if eos else "",
-                self._source,
-                literal,
-            )
-
-
-__all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list", "total"]
+__all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list"]

@@ -40,6 +40,25 @@ def literal_special_tokens(texts: Iterable[str], tokenizer: Any) -> dict[str, in
     return literal
 
 
+def literal_special_token_warnings(
+    texts: Iterable[str], tokenizer: Any, task: str, source: str
+) -> list[str]:
+    """One warning per special-token-looking text (SST-5's ``<|endoftext|>``) in a task's
+    options or domain contexts that ``tokenizer`` lacks: the model then scores the literal
+    characters, not the token the task's author meant."""
+    eos = getattr(tokenizer, "eos_token", None)
+    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+    return [
+        f"{task}: the options or domain premise contain {literal!r}, which the tokenizer "
+        f"{name} does not have as one special token; the model scores these {len(literal)} "
+        f"characters as ordinary text ({n_tokens} tokens), not as a special token."
+        + (f" This tokenizer's end-of-sequence token is {eos!r}." if eos else "")
+        + f" To score another token, copy the task's YAML ({source}), replace {literal!r} "
+        "there and pass its folder with --include_path."
+        for literal, n_tokens in literal_special_tokens(texts, tokenizer).items()
+    ]
+
+
 class TokenCounter:
     """Counts tokens the way lm-eval's HF models split a (context, continuation) pair."""
 

@@ -179,3 +179,19 @@ def test_identical_domain_requests_cost_one_forward_row(hf_lm, monkeypatch):
     assert sum(rows) == 2
     assert results[0] == results[2] == results[4] == results[6]
     assert results[1] == results[7]
+
+
+def test_documents_without_finite_scores_are_counted_wrong_with_one_warning(caplog):
+    task = make_task()
+    task.build_all_requests(limit=2)
+    no_score = [(float("-inf"), False)] * 2 + [(-1.0, False), (-2.0, False)]
+    with caplog.at_level("WARNING", logger="lm_eval_dcpmi.task"):
+        first = task.process_results(task.eval_docs[0], no_score)  # gold 0
+        second = task.process_results(task.eval_docs[1], [(float("nan"), False)] * 4)
+    # gold is option 0, yet LM must not "pick" it: no finite score, no prediction
+    assert (first["acc"], first["acc_norm"], first["acc_dcpmi"]) == (0.0, 0.0, 0.0)
+    assert first["acc_unc"] == 1.0  # the domain scores are finite
+    assert first["unranked"] == second["unranked"] == 1.0
+    assert task.aggregation()["unranked"]([first["unranked"], second["unranked"]]) == 2.0
+    warnings = [r.getMessage() for r in caplog.records if "no finite score" in r.getMessage()]
+    assert len(warnings) == 1 and "tiny_dcpmi" in warnings[0]
