@@ -1,17 +1,16 @@
 """DC-PMI added to a user's own lm-eval multiple-choice task in a few YAML lines, run
-through the real `lm_eval` CLI with --include_path (a made-up dataset written here)."""
+through lm-eval's own evaluator with the user's folder as include path (a made-up
+dataset written here). The same through the `lm_eval` CLI: tests/test_cli.py."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import embedded_model_args, embedded_model_args_string
+from conftest import embedded_model_args
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
@@ -75,24 +74,22 @@ def write_tasks(folder: Path, variants: dict[str, str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def cli_run(tmp_path_factory):
+def run(tmp_path_factory, hf_lm) -> dict:
+    """The user's variants through lm-eval's Python API on the session's embedded model
+    (the same harness code as the CLI, which test_end_to_end and test_cli run)."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
     folder = tmp_path_factory.mktemp("user_tasks")
     write_tasks(folder, VARIANTS)
-    output = folder / "out"
-    command = [
-        str(Path(sys.executable).with_name("lm_eval")),
-        "--model", "hf", "--model_args", embedded_model_args_string(), "--device", "cpu",
-        "--include_path", str(folder), "--tasks", ",".join(VARIANTS),
-        "--log_samples", "--output_path", str(output),
-    ]  # fmt: skip
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=900)
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return output
+    manager = TaskManager(include_path=str(folder), metadata=embedded_model_args())
+    return lm_eval.simple_evaluate(
+        model=hf_lm, tasks=list(VARIANTS), task_manager=manager, log_samples=True
+    )
 
 
-def samples(output: Path, task: str) -> list[dict]:
-    (path,) = output.rglob(f"samples_{task}_*.jsonl")
-    return [json.loads(line) for line in path.read_text().splitlines()]
+def requests_of(sample: dict) -> list[tuple[str, str]]:
+    return [tuple(arguments[:2]) for arguments in sample["arguments"]]
 
 
 EXPECTED_FIRST_REQUESTS = {
@@ -130,13 +127,13 @@ DELIMITERS = {"quiz_dcpmi_field": " ", "quiz_dcpmi_jinja": " -> ", "quiz_dcpmi_l
 
 def expected_scores(sample: dict, delimiter: str, tokenizer) -> dict[str, float]:
     """Every method's 1.0/0.0 for one logged sample, from its log-likelihoods alone."""
-    requests = [(a["arg_0"], a["arg_1"]) for a in sample["arguments"].values()]
+    requests = requests_of(sample)
     lls = np.array([float(r[0][0]) for r in sample["resps"]])
     n = len(lls) // 2
     options = [continuation for _context, continuation in requests[:n]]
-    gold = int(sample["target"]) if sample["target"].isdigit() else None
-    if gold is None:  # the target was rendered as the option text
-        gold = options.index(delimiter + sample["target"])
+    gold = sample["target"]
+    if isinstance(gold, str):  # the target was rendered as the option text
+        gold = int(gold) if gold.isdigit() else options.index(delimiter + gold)
 
     def tokens(context: str, continuation: str) -> int:  # the contexts end in no whitespace
         def encode(text: str) -> int:
@@ -156,20 +153,17 @@ def expected_scores(sample: dict, delimiter: str, tokenizer) -> dict[str, float]
     return {metric: float(np.argmax(scores) == gold) for metric, scores in picks.items()}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("task", list(VARIANTS))
-def test_user_task_gets_every_metric(cli_run, task):
-    logged = samples(cli_run, task)
+def test_user_task_gets_every_metric(run, task):
+    logged = sorted(run["samples"][task], key=lambda sample: sample["doc_id"])
     assert len(logged) == 3
-    first = [(a["arg_0"], a["arg_1"]) for a in logged[0]["arguments"].values()]
-    assert first == EXPECTED_FIRST_REQUESTS[task]
+    assert requests_of(logged[0]) == EXPECTED_FIRST_REQUESTS[task]
     tokenizer = counter_for_metadata(embedded_model_args()).tokenizer
     for sample in logged:
         scores = {metric: sample[metric] for metric in ACCURACIES}
         assert scores == expected_scores(sample, DELIMITERS[task], tokenizer)
         assert (sample["truncated"], sample["unranked"]) == (0.0, 0.0)
-    (results_file,) = cli_run.rglob("results_*.json")
-    row = json.loads(results_file.read_text())["results"][task]
+    row = run["results"][task]
     assert {f"{metric},none" for metric in (*ACCURACIES, *COUNTS)} <= set(row)
     assert row["acc_dcpmi,none"] == pytest.approx(np.mean([s["acc_dcpmi"] for s in logged]))
 
