@@ -106,3 +106,27 @@ def test_study_figure_and_no_main_figure_without_main_rows(tmp_path, capsys):
         "report.md",
     ]
     assert png_size(out / f"figure_gpt2_{TEMPLATES}.png") == (1000, 600)
+
+
+def test_mean_and_std_of_the_committed_real_template_run():
+    """The embedded model's run of the 15 templates (docs/results/studies): the report's
+    spread is the mean and sample std of the per-task accuracies lm-eval wrote."""
+    import json
+    import statistics
+
+    from conftest import ROOT
+
+    path = ROOT / "docs" / "results" / "studies" / "results_dcpmi_sst2_templates.json"
+    data = json.loads(path.read_text())
+    (run,) = report.load_results([path])
+    (study,) = run.studies
+    assert len(study.members) == 15
+    spread = studies.spreads(study)
+    for method in ("acc", "acc_dcpmi", "acc_unc"):
+        per_task = [data["results"][f"dcpmi_sst2_v{i}"][f"{method},none"] for i in range(15)]
+        assert spread[method].mean == pytest.approx(statistics.mean(per_task))
+        assert spread[method].std == pytest.approx(statistics.stdev(per_task))
+    # the README's table: DC-PMI 59.4 +- 10.8, LM 57.7 +- 12.1 (in points)
+    assert round(spread["acc_dcpmi"].mean * 100, 1) == 59.4
+    assert round(spread["acc_dcpmi"].std * 100, 1) == 10.8
+    assert round(spread["acc"].std * 100, 1) == 12.1
