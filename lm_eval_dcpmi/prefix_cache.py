@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from lm_eval_dcpmi.prefix_schedule import Answer, Tokens
+Layers = list[tuple[torch.Tensor, torch.Tensor]]
 
 
-class Held:
-    """One context pass: its contexts, cache (per layer), log-probs and argmax at the end."""
+@dataclass
+class Kept:
+    """A kept pass's cache: keys and values per layer [rows, heads, slots, dim], and which
+    slots hold a token (the others are padding, masked out for the rows' children)."""
 
-    def __init__(
-        self,
-        contexts: Sequence[Tokens],
-        layers: list[tuple[torch.Tensor, torch.Tensor]],
-        last: torch.Tensor,
-        greedy: torch.Tensor,
-    ) -> None:
-        self.contexts, self.layers, self.last, self.greedy = contexts, layers, last, greedy
-
-    def first_token(self, g: int, cont: Tokens) -> Answer:
-        return float(self.last[g, cont[0]]), bool(self.greedy[g] == cont[0])
+    layers: Layers
+    valid: torch.Tensor  # [rows, slots] bool
 
 
 def output_cache(out: Any) -> Any:
@@ -31,7 +25,7 @@ def output_cache(out: Any) -> Any:
     return cache if cache is not None else getattr(out, "past_key_values", None)
 
 
-def layer_tensors(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
+def layer_tensors(cache: Any) -> Layers | None:
     """(keys, values) of every layer of a plain dynamic cache, else None."""
     from transformers.cache_utils import DynamicCache, DynamicLayer
 
@@ -42,30 +36,21 @@ def layer_tensors(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
-def gather_cache(
-    layers: Sequence[tuple[torch.Tensor, torch.Tensor]],
-    rows: Sequence[int],
-    width: int,
-    device: torch.device,
-) -> Any:
-    """A fresh cache whose row r is context ``rows[r]``'s first ``width`` slots."""
+def gather_cache(layers: Layers, rows: Sequence[int], device: torch.device) -> Any:
+    """A fresh cache whose row r is row ``rows[r]`` of ``layers``."""
     from transformers.cache_utils import DynamicCache
 
     cache = DynamicCache()
-    if len(set(rows)) == 1:  # one context: a broadcast view, copied once by the cache
+    if len(set(rows)) == 1:  # one parent row: a broadcast view, copied once by the cache
         g = rows[0]
         for i, (keys, values) in enumerate(layers):
             cache.update(
-                keys[g : g + 1, :, :width].expand(len(rows), -1, -1, -1),
-                values[g : g + 1, :, :width].expand(len(rows), -1, -1, -1),
+                keys[g : g + 1].expand(len(rows), -1, -1, -1),
+                values[g : g + 1].expand(len(rows), -1, -1, -1),
                 i,
             )
         return cache
     index = torch.tensor(rows, dtype=torch.long, device=device)
     for i, (keys, values) in enumerate(layers):
-        cache.update(
-            keys[:, :, :width].index_select(0, index),
-            values[:, :, :width].index_select(0, index),
-            i,
-        )
+        cache.update(keys.index_select(0, index), values.index_select(0, index), i)
     return cache

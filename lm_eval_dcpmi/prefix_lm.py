@@ -1,20 +1,23 @@
-"""``hf-prefix``: lm-eval's ``hf`` backend, with each shared context run through the model once.
+"""``hf-prefix``: lm-eval's ``hf`` backend, forwarding each shared token prefix once.
 
-DC-PMI doubles the loglikelihood requests of a task: every option is scored after
-the premise and again after the domain premise. ``hf`` forwards the full
-``context + continuation`` of every request, so a multiple-choice document with a
-long premise (RACE) pays for that premise once per option. ``PrefixHFLM`` groups
-the requests by their context token sequence and, for each group:
+DC-PMI doubles the loglikelihood requests of a task: every option is scored after the
+premise and again after the domain premise. ``hf`` forwards the full ``context +
+continuation`` of every request, so a RACE article is forwarded once per option and
+question, and a domain premise once per option of every document. ``PrefixHFLM`` lays
+all requests of a call into a prefix tree (``prefix_tree``) and forwards each tree node
+once, on top of its parent's key/value cache, in passes planned by ``prefix_schedule``:
 
-1. runs the context once (several contexts per call, right-padded), keeping the
-   key/value cache and the next-token distribution at the context's last token;
-2. scores one-token continuations from that distribution alone (no further pass);
-3. scores longer continuations in batches on top of a copy of the cached state
-   (the cache rows are gathered per continuation, padded context slots masked out,
-   position ids continuing after each context).
+1. a pass forwards a batch of nodes (right-padded rows; sibling leaves packed side by
+   side under a 4D mask), after copies of their parents' cache rows (padded slots
+   masked out, position ids continuing after each parent);
+2. the logits at the positions some request scores go through log-softmax and score
+   those tokens; a request's answer is complete when its last token is scored;
+3. a pass over nodes with children keeps its cache until their subtrees are done.
 
-Only one context pass's cache is alive at a time, and only until its continuations
-are scored. Which calls hold what is planned by ``prefix_schedule`` (pure, no torch).
+The caches alive at once are bounded by a cache budget (model argument
+``prefix_cache_mb``; by default what ``hf``'s largest call holds in logits, see
+``prefix_schedule``); a node whose cache does not fit is forwarded again in front of
+each child instead, so a small budget costs speed, never exactness.
 
 The loglikelihoods and ``is_greedy`` flags are those of ``hf`` up to floating-point
 rounding (the same logits, computed in different matrix shapes). Requests that
@@ -41,7 +44,7 @@ import contextlib
 import dataclasses
 import inspect
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -49,27 +52,28 @@ import torch.nn.functional as F
 from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
-from lm_eval_dcpmi.prefix_cache import Held, gather_cache, layer_tensors, output_cache
+from lm_eval_dcpmi.prefix_cache import Kept, gather_cache, layer_tensors, output_cache
 from lm_eval_dcpmi.prefix_schedule import (
     PACK_ROW,
     Answer,
     Answers,
     Budget,
-    Emit,
+    Pair,
+    Pass,
+    Release,
     Request,
-    Row,
-    Tokens,
-    group_requests,
     longest_input,
     over_length,
     plan,
-    steps,
+    unique_pairs,
 )
+from lm_eval_dcpmi.prefix_tree import build_tree
 
 log = logging.getLogger(__name__)
 
 # Largest disagreement between cached and uncached logits accepted by the self-check.
 _SELF_CHECK_TOLERANCE = 1e-3
+Score = Callable[[int, float, bool], None]  # (pair, token log-prob, token is greedy)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,16 +82,32 @@ class Setup:
 
     cache_arg: str  # forward()'s keyword for a cache: "past_key_values" or "cache"
     keep_arg: str | None  # "logits_to_keep" when forward() takes it
-    packed: bool  # several continuations per row (4D mask), else one per row
+    packed: bool  # sibling leaves share rows (4D mask), else one per row
     vocab: int  # logits per position, for memory budgets
     kv_per_token: int  # cache elements per token position (all layers, keys and values)
 
 
 class PrefixHFLM(HFLM):
-    """``HFLM`` whose ``_loglikelihood_tokens`` runs each distinct context once."""
+    """``HFLM`` whose ``_loglikelihood_tokens`` forwards each shared token prefix once."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        *args: Any,
+        prefix_cache_mb: float | str | None = None,
+        softmax_dtype: str | torch.dtype | None = None,
+        mixed_precision_dtype: str | torch.dtype | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            *args,
+            softmax_dtype=softmax_dtype,
+            mixed_precision_dtype=mixed_precision_dtype,
+            **kwargs,
+        )
+        # The two dtypes as HFLM documents and reads them (its __init__ arguments).
+        self._softmax = _dtype(softmax_dtype)
+        self._autocast = _dtype(mixed_precision_dtype)
+        self._cache_mb = float(prefix_cache_mb) if prefix_cache_mb not in (None, "") else None
         # Every process gets here, in the same order: the one place for the collective
         # call that makes all processes take the self-check's decision together.
         self._setup: Setup | None = self._decide_setup() if self.backend == "causal" else None
@@ -109,16 +129,17 @@ class PrefixHFLM(HFLM):
         pbar = tqdm(
             total=len(requests),
             disable=(disable_tqdm or (self.rank != 0)),
-            desc="Running loglikelihood requests (shared contexts)",
+            desc="Running loglikelihood requests (shared prefixes)",
         )
         truncated = over_length(requests, self.max_length)
-        groups = group_requests(requests, skip=truncated)
+        pairs = unique_pairs(requests, skip=truncated)
 
         def on_answer(index: int, answer: Answer) -> None:
+            # The LM's documented way to report each answer (lm-eval's CachingLM stores it).
             self.cache_hook.add_partial("loglikelihood", requests[index][0], answer)
             pbar.update(1)
 
-        answers = Answers(len(requests), groups, on_answer)
+        answers = Answers(len(requests), pairs, on_answer)
         if truncated:
             # HFLM's own code (it feeds the cache hook itself). override_bs: HFLM must
             # not detect a batch size here, a collective call only some processes reach.
@@ -129,15 +150,23 @@ class PrefixHFLM(HFLM):
             for i, answer in zip(truncated, hf_answers, strict=True):
                 answers.put(i, answer)
             pbar.update(len(truncated))
-        # What hf's largest call would hold: batch_size rows of the longest request.
-        budget = Budget(
-            tokens=min(batch_size, len(requests)) * longest_input(groups),
-            vocab=setup.vocab,
-            kv_per_token=setup.kv_per_token,
-        )
-        self._score(groups, budget, answers.emit, setup)
+        self._score(list(pairs), self._budget(batch_size, pairs, setup), answers.score, setup)
         pbar.close()
         return answers.in_request_order()
+
+    def _budget(self, batch_size: int, pairs: Sequence[Pair], setup: Setup) -> Budget:
+        """Calls no larger than hf's largest (batch_size rows of the longest request); the
+        cache budget from ``prefix_cache_mb`` if given."""
+        cache = None
+        if self._cache_mb is not None:
+            element = torch.empty((), dtype=self.model.dtype).element_size()
+            cache = int(self._cache_mb * 2**20 / element)
+        return Budget(
+            tokens=min(batch_size, len(pairs)) * longest_input(pairs),
+            vocab=setup.vocab,
+            kv_per_token=setup.kv_per_token,
+            cache=cache,
+        )
 
     def _rows_per_call(self, requests: Sequence[Request], override_bs: int | None) -> int:
         """Batch rows per forward call: the ``batch_size`` HFLM would use.
@@ -156,123 +185,91 @@ class PrefixHFLM(HFLM):
             if requests
             else [(None, [0], [0])]  # nothing to score here, but the others gather
         )
+        # HFLM's private detector (lm_eval/models/huggingface.py, HFLM._detect_batch_size,
+        # as its _loglikelihood_tokens calls it for batch_size=auto): the only way to get
+        # the size hf itself would pick.
         return max(1, int(self._detect_batch_size(probe, 0)))
 
     # ------------------------------------------------------------------ scoring
-    def _score(
-        self,
-        groups: Mapping[Tokens, Iterable[Tokens]],
-        budget: Budget,
-        emit: Emit,
-        setup: Setup,
-    ) -> None:
-        """Score every (context, continuation) of ``groups``, handing each to ``emit``."""
+    def _score(self, pairs: Sequence[Pair], budget: Budget, score: Score, setup: Setup) -> None:
+        """Score every token of every pair, handing each to ``score``."""
+        held: dict[int, Kept] = {}
         with self._inference():
-            for step in plan(groups, budget, PACK_ROW if setup.packed else 0):
-                contexts = step.contexts
-                last_logits, layers = self._context_pass(contexts, setup)
-                if layers is None:  # checked by the self-check; a model could still change
-                    raise RuntimeError("hf-prefix: the model returned no plain key/value cache")
-                last = F.log_softmax(last_logits, dim=-1, dtype=self.softmax_dtype)  # [G, V]
-                del last_logits
-                held = Held(contexts, layers, last, last.argmax(dim=-1))
-                for g, cont in step.one_token:
-                    emit(contexts[g], cont, held.first_token(g, cont))
-                for batch in step.continuation_batches:
-                    scored = iter(self._continuation_pass(batch, held, setup))
-                    for g, conts in batch:
-                        for cont in conts:
-                            emit(contexts[g], cont, next(scored))
-                del held, layers, last
+            for step in plan(build_tree(pairs), budget, PACK_ROW if setup.packed else 0):
+                if isinstance(step, Release):
+                    del held[step.id]
+                    continue
+                parent = held[step.parent] if step.parent is not None else None
+                kept = self._forward(step, parent, score, setup)
+                if step.keep:
+                    if kept is None:  # checked by the self-check; a model could still change
+                        raise RuntimeError("hf-prefix: the model returned no plain key/value cache")
+                    held[step.id] = kept
 
-    def _context_pass(
-        self, contexts: Sequence[Tokens], setup: Setup
-    ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]] | None]:
-        """Logits after each context's last token [G, V], and the key/value cache per
-        layer (None when the model's cache is not a plain DynamicCache)."""
-        lengths = torch.tensor([len(c) for c in contexts], device=self.device)
-        inputs = torch.zeros(
-            (len(contexts), int(lengths.max())), dtype=torch.long, device=self.device
-        )
-        for g, context in enumerate(contexts):
-            inputs[g, : len(context)] = torch.tensor(context, dtype=torch.long)
-        kwargs: dict[str, Any] = {"use_cache": True}
-        rows = torch.arange(len(contexts), device=self.device)
-        if setup.keep_arg is not None:
-            # Only the positions of the contexts' last tokens go through the LM head.
-            positions, column = torch.unique(lengths - 1, return_inverse=True)
-            kwargs[setup.keep_arg] = positions
+    def _forward(self, step: Pass, parent: Kept | None, score: Score, setup: Setup) -> Kept | None:
+        """Run one pass, score its targets, and return its cache if it is kept."""
+        n_rows, width = len(step.rows), step.width
+        inputs = torch.zeros((n_rows, width), dtype=torch.long)
+        positions = torch.zeros((n_rows, width), dtype=torch.long)
+        segment = torch.full((n_rows, width), -1, dtype=torch.long)  # -1: padding
+        where: list[tuple[int, int, int, int]] = []  # (row, column, token, pair)
+        for r, row in enumerate(step.rows):
+            column = 0
+            for j, node in enumerate(row.nodes):
+                n = len(node.tokens)
+                inputs[r, column : column + n] = torch.tensor(node.tokens, dtype=torch.long)
+                positions[r, column : column + n] = torch.arange(node.start, node.start + n)
+                segment[r, column : column + n] = j
+                where.extend((r, column + off, token, pair) for off, pair, token in node.targets)
+                column += n
+            last = int(positions[r, column - 1])
+            positions[r, column:] = last + 1 + torch.arange(width - column)
+        own = segment >= 0
+        kwargs: dict[str, Any] = {"use_cache": step.keep}
+        if parent is not None:
+            rows = [row.parent for row in step.rows]
+            parent_ok = parent.valid[torch.tensor(rows, device=parent.valid.device)]
+            if any(len(row.nodes) > 1 for row in step.rows):
+                # A packed leaf sees its parent and its own earlier tokens, not its siblings
+                # (padding slots see each other: no row without any key).
+                causal = torch.ones(width, width, dtype=torch.bool).tril()
+                same = (segment[:, :, None] == segment[:, None, :]) & causal
+                allowed = torch.cat([parent_ok[:, None, :].expand(-1, width, -1), same], -1)
+                kwargs["attention_mask"] = self._mask_4d(allowed[:, None])
+            else:  # one node per row: a 2D padding mask is enough
+                kwargs["attention_mask"] = torch.cat([parent_ok, torch.ones_like(own)], -1).long()
+            kwargs[setup.cache_arg] = gather_cache(parent.layers, rows, self.device)
+            kwargs["position_ids"] = positions
+            kwargs["use_cache"] = True
+        # Without a parent: right padding needs no mask (causal attention never looks
+        # ahead) and the default position ids are the nodes' (they start at 0).
+        columns = sorted({column for _, column, _, _ in where}) or [width - 1]
+        if setup.keep_arg is not None:  # only these positions go through the LM head
+            kwargs[setup.keep_arg] = torch.tensor(columns, device=self.device)
+            index = {column: i for i, column in enumerate(columns)}
         else:
-            column = lengths - 1
-        # Right padding needs no mask: causal attention never looks ahead.
-        out = self.model(input_ids=inputs, **kwargs)
-        return out.logits[rows, column], layer_tensors(output_cache(out))
-
-    def _continuation_pass(self, batch: Sequence[Row], held: Held, setup: Setup) -> list[Answer]:
-        """Scores of multi-token continuations on copies of their contexts' caches.
-
-        A row is (context row, continuations): the continuations' tokens one after the
-        other, each at the positions that follow the context. With several per row, a
-        4D mask lets each see only the context and its own earlier tokens.
-        """
-        rows = [g for g, _ in batch]
-        ctx_lengths = [len(held.contexts[g]) for g in rows]
-        width = max(ctx_lengths)  # cache slots kept (contexts are right-padded)
-        n_steps = max(steps(conts) for _, conts in batch)  # tokens forwarded per row
-        inputs = torch.zeros((len(batch), n_steps), dtype=torch.long)
-        position_ids = torch.zeros((len(batch), n_steps), dtype=torch.long)
-        segment = torch.full((len(batch), n_steps), -1, dtype=torch.long)  # -1: padding
-        for r, (_, conts) in enumerate(batch):
-            start = 0
-            for j, cont in enumerate(conts):
-                n = len(cont) - 1
-                inputs[r, start : start + n] = torch.tensor(cont[:-1], dtype=torch.long)
-                position_ids[r, start : start + n] = ctx_lengths[r] + torch.arange(n)
-                segment[r, start : start + n] = j
-                start += n
-            position_ids[r, start:] = ctx_lengths[r] + torch.arange(n_steps - start)
-        lengths = torch.tensor(ctx_lengths)
-        context_ok = torch.arange(width)[None, :] < lengths[:, None]  # [R, width]
-        if any(len(conts) > 1 for _, conts in batch):
-            # Same continuation, not later (padding slots see each other: no empty rows).
-            causal = torch.ones(n_steps, n_steps, dtype=torch.bool).tril()
-            own = (segment[:, :, None] == segment[:, None, :]) & causal  # [R, steps, steps]
-            allowed = torch.cat([context_ok[:, None, :].expand(-1, n_steps, -1), own], dim=-1)
-            attention_mask = self._mask_4d(allowed[:, None])
-        else:  # one continuation per row: a 2D padding mask is enough
-            attention_mask = torch.cat(
-                [context_ok, torch.ones(len(batch), n_steps, dtype=torch.bool)], dim=-1
-            ).long()
-        cache = gather_cache(held.layers, rows, width, self.device)
-        out = self.model(
-            input_ids=inputs.to(self.device),
-            attention_mask=attention_mask.to(self.device),
-            position_ids=position_ids.to(self.device),
-            use_cache=True,
-            **{setup.cache_arg: cache},
+            index = {column: column for column in columns}
+        kwargs = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in kwargs.items()}
+        out = self.model(input_ids=inputs.to(self.device), **kwargs)
+        if where:
+            r_index = torch.tensor([r for r, _, _, _ in where], device=self.device)
+            c_index = torch.tensor([index[c] for _, c, _, _ in where], device=self.device)
+            tokens = torch.tensor([t for _, _, t, _ in where], device=self.device)
+            logprobs = F.log_softmax(out.logits[r_index, c_index], dim=-1, dtype=self._softmax)
+            values = logprobs.gather(-1, tokens[:, None])[:, 0].tolist()
+            greedy = (logprobs.argmax(dim=-1) == tokens).tolist()
+            del logprobs
+            for (_, _, _, pair), value, is_greedy in zip(where, values, greedy, strict=True):
+                score(pair, value, is_greedy)
+        if not step.keep:
+            return None
+        layers = layer_tensors(output_cache(out))
+        if layers is None:
+            return None
+        own = own.to(self.device)
+        return Kept(
+            layers, own if parent is None else torch.cat([parent_ok.to(own.device), own], -1)
         )
-        del cache
-        logprobs = F.log_softmax(out.logits, dim=-1, dtype=self.softmax_dtype)  # [R, steps, V]
-        del out
-        greedy = logprobs.argmax(dim=-1)  # [R, steps]
-        answers = []
-        for r, (g, conts) in enumerate(batch):
-            start = 0
-            for cont in conts:
-                n = len(cont) - 1
-                rest = torch.tensor(cont[1:], dtype=torch.long, device=self.device)
-                token_logprobs = torch.cat(
-                    [
-                        held.last[g, cont[0]].reshape(1),
-                        logprobs[r, start : start + n].gather(-1, rest[:, None])[:, 0],
-                    ]
-                )
-                is_greedy = bool(held.greedy[g] == cont[0]) and bool(
-                    (greedy[r, start : start + n] == rest).all()
-                )
-                answers.append((float(token_logprobs.sum()), is_greedy))
-                start += n
-        return answers
 
     def _mask_4d(self, allowed: torch.Tensor) -> torch.Tensor:
         """A custom 4D mask in the form the model's attention takes (bool for sdpa)."""
@@ -284,8 +281,9 @@ class PrefixHFLM(HFLM):
 
     @contextlib.contextmanager
     def _inference(self) -> Iterator[None]:
-        """The no-grad / autocast context HFLM's ``_model_call`` uses."""
-        dtype = getattr(self, "mixed_precision_dtype", None)
+        """No gradients, and the autocast HFLM's ``_model_call`` uses
+        (``mixed_precision_dtype``)."""
+        dtype = self._autocast
         with (
             torch.no_grad(),
             torch.autocast(device_type=self.device.type, dtype=dtype, enabled=dtype is not None),
@@ -295,8 +293,8 @@ class PrefixHFLM(HFLM):
     # ------------------------------------------------------------------ self-check
     def _decide_setup(self) -> Setup | None:
         """The self-check's decision, the same in every process: packed rows if every
-        process's check passes them, else one continuation per row if every process's
-        passes that, else None (plain hf scoring for every request)."""
+        process's check passes them, else one leaf per row if every process's passes
+        that, else None (plain hf scoring for every request)."""
         probe = self._probe()
         if isinstance(probe, Setup):
             candidates = [dataclasses.replace(probe, packed=packed) for packed in (True, False)]
@@ -307,11 +305,11 @@ class PrefixHFLM(HFLM):
         passed = self._all_processes([problem is None for problem in problems])
         chosen = next((c for c, ok in zip(candidates, passed, strict=False) if ok), None)
         if chosen is not None and not chosen.packed:
-            log.info("hf-prefix: one continuation per row (%s)", problems[0] or "another process")
+            log.info("hf-prefix: one leaf per row (%s)", problems[0] or "another process")
         if chosen is None:
             reasons = "; ".join(sorted({p for p in problems if p is not None}))
             log.warning(
-                "hf-prefix: this model cannot reuse a context's key/value cache (%s); "
+                "hf-prefix: this model cannot reuse a key/value cache (%s); "
                 "using hf's scoring for every request.",
                 reasons or "the check failed in another process",
             )
@@ -326,7 +324,7 @@ class PrefixHFLM(HFLM):
         return [bool(v) for v in gathered.min(dim=0).values.tolist()]
 
     def _probe(self) -> Setup | str:
-        """The forward keywords, and one context pass: vocabulary, cache size and kind."""
+        """The forward keywords, and one kept pass: vocabulary, cache size and kind."""
         try:
             parameters = inspect.signature(self.model.forward).parameters
         except (TypeError, ValueError):
@@ -338,52 +336,61 @@ class PrefixHFLM(HFLM):
             vocab=1,
             kv_per_token=0,
         )
+        tokens = tuple(_check_tokens(self)[:3])
         try:
             with self._inference():
-                last, layers = self._context_pass([tuple(_check_tokens(self)[:3])], setup)
+                out = self.model(
+                    input_ids=torch.tensor([tokens], device=self.device), use_cache=True
+                )
         except Exception as err:  # any model that cannot be driven this way
             return f"{type(err).__name__}: {err}"
+        layers = layer_tensors(output_cache(out))
         if layers is None:
             return "its cache is not a plain DynamicCache"
         kv = sum(k.shape[1] * k.shape[3] + v.shape[1] * v.shape[3] for k, v in layers)
-        return dataclasses.replace(setup, vocab=int(last.shape[-1]), kv_per_token=kv)
+        return dataclasses.replace(setup, vocab=int(out.logits.shape[-1]), kv_per_token=kv)
 
     def _check_mode(self, setup: Setup) -> str | None:
         """None when made-up requests score the same with ``setup`` as uncached."""
-        tokens = _check_tokens(self)
-        # Contexts of three lengths, in two context passes (one of two rows, padded),
-        # continuations of 1 to 4 tokens, several per row when packed.
-        groups = {
-            tuple(tokens[:4]): [tuple(tokens[4:8]), tuple(tokens[5:6])],
-            tuple(tokens[:1]): [tuple(tokens[1:3]), tuple(tokens[2:5]), tuple(tokens[6:8])],
-            tuple(tokens[3:5]): [tuple(tokens[5:8])],
-        }
-        scored: dict[tuple[Tokens, Tokens], Answer] = {}
+        t = _check_tokens(self)
+        # Shared prefixes three levels deep, a node split midway, one-token continuations,
+        # sibling leaves (packed when setup.packed), rows of several lengths (padding).
+        pairs = [
+            ((t[0], t[1], t[2], t[3]), (t[4], t[5], t[6], t[7])),
+            ((t[0], t[1], t[2], t[3]), (t[5],)),
+            ((t[0], t[1], t[2]), (t[3], t[6], t[7])),
+            ((t[0],), (t[1], t[2])),
+            ((t[0],), (t[2], t[3], t[4])),
+            ((t[0],), (t[6], t[7])),
+            ((t[3], t[4]), (t[5], t[6], t[7])),
+            ((t[3], t[4], t[5]), (t[6],)),
+        ]
+        sums = [0.0] * len(pairs)
+
+        def add(pair: int, value: float, _greedy: bool) -> None:
+            sums[pair] += value
+
         try:
-            budget = Budget(tokens=1 << 30, vocab=1, kv_per_token=0, context_tokens=6)
-            self._score(
-                groups, budget, lambda c, cont, answer: scored.update({(c, cont): answer}), setup
-            )
+            budget = Budget(tokens=6, vocab=1, kv_per_token=0)  # several passes per level
+            self._score(pairs, budget, add, setup)
             with self._inference():
-                for context, conts in groups.items():
-                    for cont in conts:
-                        full = torch.tensor([(context + cont)[:-1]], device=self.device)
-                        logprobs = F.log_softmax(
-                            self.model(full).logits[0, len(context) - 1 :],
-                            dim=-1,
-                            dtype=self.softmax_dtype,
-                        )
-                        want = float(
-                            logprobs.gather(-1, torch.tensor(cont, device=self.device)[:, None])
-                            .sum()
-                            .item()
-                        )
-                        got = scored[(context, cont)][0]
-                        if not abs(got - want) <= _SELF_CHECK_TOLERANCE:
-                            return f"cached {got:.6f} vs uncached {want:.6f}"
+                for (context, cont), got in zip(pairs, sums, strict=True):
+                    full = torch.tensor([(context + cont)[:-1]], device=self.device)
+                    logprobs = F.log_softmax(
+                        self.model(full).logits[0, len(context) - 1 :], dim=-1, dtype=self._softmax
+                    )
+                    index = torch.tensor(cont, device=self.device)[:, None]
+                    want = float(logprobs.gather(-1, index).sum().item())
+                    if not abs(got - want) <= _SELF_CHECK_TOLERANCE:
+                        return f"cached {got:.6f} vs uncached {want:.6f}"
         except Exception as err:  # any model that cannot be driven this way
             return f"{type(err).__name__}: {err}"
         return None
+
+
+def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
+    """``"bfloat16"`` -> ``torch.bfloat16``, as HFLM reads its dtype arguments."""
+    return getattr(torch, value) if isinstance(value, str) and value else value or None
 
 
 def _check_tokens(lm: HFLM) -> list[int]:

@@ -1,40 +1,54 @@
-"""Which contexts and continuations ``hf-prefix`` puts into which forward call.
+"""Which tokens ``hf-prefix`` puts into which forward call, and which caches it keeps.
 
-Pure scheduling on token tuples, no torch: ``PrefixHFLM`` (``prefix_lm.py``) runs the
-forward calls this module plans. A plan is a sequence of ``ContextPass``: one forward
-call over several contexts (right-padded), the one-token continuations its last logits
-score, and the batches of multi-token continuation rows run on its key/value cache.
+Pure scheduling, no torch: ``PrefixHFLM`` (``prefix_lm.py``) runs what ``plan`` yields
+over the prefix tree of a call's requests (``prefix_tree.py``):
 
-Calls are sized by a ``Budget`` derived from what ``hf`` itself would do with the same
-requests and ``batch_size``: no call forwards more token positions than ``hf``'s
-largest call (``batch_size`` rows of the longest request), and what a call holds (the
-cache, its per-row copies, logits and log-probabilities) stays within the memory of
-that call's logits and log-probabilities. Within those bounds a call takes more rows
-than ``batch_size`` when they are short (every forward call has a fixed cost), and it
-accepts some padding rather than one more call (``PAD_SLACK``, ``PAD_FREE``).
+* ``Pass``: one forward call. Its rows extend rows of an earlier, *kept* pass (their
+  parent), or start from nothing at the tree's top. A row is one node of the tree, or
+  several sibling leaves packed side by side (a 4D mask keeps them apart). A pass over
+  nodes with children is kept: its key/value cache is the start of their children's rows.
+* ``Release``: a kept pass's cache is no longer needed.
+
+The tree is walked depth first, one batch of sibling nodes at a time, so the caches
+alive at once are those of the kept passes on the current path from the top. Three
+bounds, in ``Budget``, size the passes:
+
+* ``tokens``: token positions per call, at most ``hf``'s largest call (``batch_size``
+  rows of the longest request);
+* ``memory``: what one call holds (its copy of the parent cache, the cache it builds,
+  its logits and log-probabilities), at most what ``hf``'s largest call holds in logits
+  and log-probabilities;
+* ``cache``: the caches kept at once (the current path's kept passes), the *cache
+  budget*. A node whose cache alone would not fit is not kept: its tokens go in front of
+  each of its children instead (``prefix_tree.collapse``). Under a small budget this
+  degrades step by step towards ``hf``'s cost (every request's full input forwarded),
+  never beyond it, and never above the budget except for a single row that ``hf``
+  itself would forward whole.
+
+Within those bounds a pass takes more rows than ``batch_size`` when they are short
+(every forward call has a fixed cost), and accepts some padding rather than one more
+call (``PAD_SLACK``, ``PAD_FREE``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Tokens = tuple[int, ...]
+from lm_eval_dcpmi.prefix_tree import Node, Tokens, collapse
+
 # (request strings or None, context tokens, continuation tokens), as HFLM receives them.
 Request = tuple[Any, Sequence[int], Sequence[int]]
 Answer = tuple[float, bool]
-Emit = Callable[[Tokens, Tokens, Answer], None]
-# context -> continuation -> indices of the requests asking for that pair
-Groups = dict[Tokens, dict[Tokens, list[int]]]
-# A continuation row: (index of its context in the context pass, continuations in it).
-Row = tuple[int, list[Tokens]]
+Pair = tuple[Tokens, Tokens]
 
 # Padding a call may carry: this share of its token positions, or this many positions.
 PAD_SLACK = 0.1
 PAD_FREE = 32
-# Tokens of one row of packed continuations (of one context). Every continuation token
-# attends over the whole row (most of it masked), so rows stay short.
+# Tokens of one row of packed sibling leaves. Every token attends over the whole row
+# (most of it masked), so rows stay short.
 PACK_ROW = 128
 
 
@@ -47,208 +61,228 @@ def over_length(requests: Sequence[Request], max_length: int) -> list[int]:
     ]
 
 
-def group_requests(requests: Sequence[Request], skip: Iterable[int] = ()) -> Groups:
-    """Requests by context, then continuation (first-seen order); ``skip``: left out."""
+def unique_pairs(requests: Sequence[Request], skip: Iterable[int] = ()) -> dict[Pair, list[int]]:
+    """Distinct (context, continuation) token pairs -> the indices of the requests asking
+    for them (first-seen order); ``skip``: requests left out."""
     skipped = set(skip)
-    groups: Groups = {}
+    pairs: dict[Pair, list[int]] = {}
     for i, (_, context, continuation) in enumerate(requests):
-        if i in skipped:
-            continue
-        if not context or not continuation:
-            raise ValueError(f"request {i}: context and continuation need a token each")
-        groups.setdefault(tuple(context), {}).setdefault(tuple(continuation), []).append(i)
-    return groups
+        if i not in skipped:
+            pairs.setdefault((tuple(context), tuple(continuation)), []).append(i)
+    return pairs
 
 
-def longest_input(groups: Mapping[Tokens, Iterable[Tokens]]) -> int:
+def longest_input(pairs: Iterable[Pair]) -> int:
     """Tokens ``hf`` forwards for the longest request: context + continuation - 1."""
-    return max(
-        (len(context) + len(cont) - 1 for context, conts in groups.items() for cont in conts),
-        default=1,
-    )
-
-
-def steps(conts: Sequence[Tokens]) -> int:
-    """Tokens a row of continuations forwards (each without its last token)."""
-    return sum(len(cont) - 1 for cont in conts)
-
-
-def pack(conts: Sequence[Tokens], capacity: int) -> list[list[Tokens]]:
-    """Continuations of one context in rows of at most ``capacity`` tokens.
-
-    First fit, longest first; a longer continuation gets a row of its own; ``0``: one
-    continuation per row.
-    """
-    rows: list[list[Tokens]] = []
-    room: list[int] = []
-    for cont in sorted(conts, key=lambda c: (-len(c), c)):
-        n = len(cont) - 1
-        for i, free in enumerate(room):
-            if n <= free:
-                rows[i].append(cont)
-                room[i] -= n
-                break
-        else:
-            rows.append([cont])
-            room.append(max(capacity - n, 0))
-    return rows
+    return max((len(context) + len(cont) - 1 for context, cont in pairs), default=1)
 
 
 class Budget:
-    """Sizes forward calls so that none is larger than the largest call ``hf`` would make.
+    """The three bounds on passes, in token positions and tensor elements (see module doc).
 
-    ``tokens``: token positions per call, as ``hf``'s largest call (batch_size rows x
-    the longest request); ``context_tokens`` may set another bound for context passes.
-    Memory, in tensor elements: ``hf``'s call holds ``tokens x vocab`` logits and as
-    many log-probabilities. A context pass's cache (``kv_per_token`` elements per
-    position, plus its last log-probs) may take half of that; a continuation pass adds
-    its cache copies, logits and log-probabilities.
+    ``tokens``: positions per call (``hf``'s largest call: batch_size x longest request).
+    ``vocab``: logits per position; ``kv_per_token``: cache elements per position (all
+    layers, keys and values). ``memory`` defaults to ``hf``'s largest call's logits and
+    log-probabilities (2 x tokens x vocab); ``cache`` to ``memory``.
     """
 
     def __init__(
-        self, tokens: int, vocab: int, kv_per_token: int, context_tokens: int | None = None
+        self,
+        tokens: int,
+        vocab: int,
+        kv_per_token: int,
+        memory: int | None = None,
+        cache: int | None = None,
     ) -> None:
         self.tokens = max(1, tokens)
-        self.context_tokens = context_tokens or self.tokens
         self.vocab = vocab
         self.kv = kv_per_token
-        self.memory = 2 * self.tokens * vocab
+        self.memory = memory if memory is not None else 2 * self.tokens * vocab
+        self.cache = cache if cache is not None else self.memory
 
     @staticmethod
     def padding_ok(padded: int, real: int) -> bool:
         """Padding under ``PAD_SLACK`` of the call's positions, or under ``PAD_FREE``."""
         return padded - real <= max(PAD_SLACK * padded, PAD_FREE)
 
-    def cache_memory(self, contexts: Sequence[Tokens]) -> int:
-        """Elements a context pass keeps: its (padded) cache and last log-probs."""
-        return len(contexts) * (len(contexts[0]) * self.kv + self.vocab)
+    def kept(self, rows: int, past: int, width: int) -> int:
+        """Elements of a kept pass's cache: every row's parent slots and its own."""
+        return rows * (past + width) * self.kv
 
-    def context_batches(self, contexts: Sequence[Tokens]) -> Iterator[list[Tokens]]:
-        """Consecutive runs of ``contexts`` (longest first) that fit one context pass."""
-        batch: list[Tokens] = []
-        width = real = 0
-        for context in contexts:
-            if batch:
-                padded = (len(batch) + 1) * width
-                if (
-                    padded > self.context_tokens
-                    or padded * self.kv + (len(batch) + 1) * self.vocab > self.memory // 2
-                    or not self.padding_ok(padded, real + len(context))
-                ):
-                    yield batch
-                    batch = []
-            if not batch:
-                width, real = len(context), 0
-            batch.append(context)
-            real += len(context)
-        if batch:
-            yield batch
-
-    def continuation_batches(
-        self,
-        items: Sequence[Any],
-        sizes: Sequence[int],
-        widths: Sequence[int],
-        held_memory: int,
-    ) -> Iterator[list[Any]]:
-        """Consecutive runs of continuation rows (longest first) for one pass each.
-
-        ``sizes``: the tokens each row forwards; ``widths``: its context's length;
-        ``held_memory``: what the context pass keeps meanwhile.
-        """
-        batch: list[Any] = []
-        width_steps = width = real = 0
-        for item, size, item_width in zip(items, sizes, widths, strict=True):
-            if batch:
-                rows = len(batch) + 1
-                wider = max(width, item_width)
-                memory = held_memory + rows * (
-                    (wider + width_steps) * self.kv + 2 * width_steps * self.vocab
-                )
-                if (
-                    rows * width_steps > self.tokens
-                    or memory > self.memory
-                    or not self.padding_ok(rows * width_steps, real + size)
-                ):
-                    yield batch
-                    batch = []
-            if not batch:
-                width_steps, width, real = size, 0, 0
-            batch.append(item)
-            width = max(width, item_width)
-            real += size
-        if batch:
-            yield batch
+    def call_memory(self, rows: int, past: int, width: int, scored: int) -> int:
+        """Elements one call holds: the parent cache's copy, the new cache, and logits and
+        log-probabilities at ``scored`` positions."""
+        return rows * (2 * past + width) * self.kv + 2 * scored * self.vocab
 
 
 @dataclass(frozen=True)
-class ContextPass:
-    """One forward call over ``contexts`` and what is scored on its result.
+class Row:
+    """One batch row: ``nodes`` side by side (one node, or sibling leaves packed), after
+    row ``parent`` of the parent pass's cache (None at the tree's top)."""
 
-    ``one_token``: (context index, continuation) scored by the context pass's last
-    logits alone; ``continuation_batches``: one continuation pass each, on copies of the
-    contexts' cache.
-    """
+    parent: int | None
+    nodes: tuple[Node, ...]
 
-    contexts: list[Tokens]
-    one_token: list[tuple[int, Tokens]]
-    continuation_batches: list[list[Row]]
+    @property
+    def length(self) -> int:
+        return sum(len(node.tokens) for node in self.nodes)
+
+    def scored_columns(self) -> set[int]:
+        """Columns of the row whose logits some target needs."""
+        columns, offset = set(), 0
+        for node in self.nodes:
+            columns.update(offset + target[0] for target in node.targets)
+            offset += len(node.tokens)
+        return columns
 
 
-def plan(
-    groups: Mapping[Tokens, Iterable[Tokens]], budget: Budget, pack_row: int
-) -> Iterator[ContextPass]:
-    """The forward calls scoring every (context, continuation) of ``groups``.
+@dataclass(frozen=True)
+class Pass:
+    """One forward call: ``rows`` after the cache of kept pass ``parent`` (None: none),
+    whose rows are ``past`` slots wide; ``keep``: its own cache is kept for the rows'
+    children (each row is then one node)."""
 
-    Longest contexts first, as HFLM (an out-of-memory error comes at once); within a
-    context pass, longest continuation rows first, so a call holds rows of similar
-    lengths. ``pack_row``: tokens per packed row (``0``: one continuation per row).
-    """
-    order = sorted(groups, key=lambda context: (-len(context), context))
-    for contexts in budget.context_batches(order):
-        one_token: list[tuple[int, Tokens]] = []
-        longer: dict[int, list[Tokens]] = {}
-        for g, context in enumerate(contexts):
-            for cont in groups[context]:
-                if len(cont) == 1:
-                    one_token.append((g, cont))
-                else:
-                    longer.setdefault(g, []).append(cont)
-        rows: list[Row] = [
-            (g, part) for g, conts in longer.items() for part in pack(conts, pack_row)
+    id: int
+    parent: int | None
+    past: int
+    rows: list[Row]
+    keep: bool
+
+    @property
+    def width(self) -> int:
+        return max(row.length for row in self.rows)
+
+
+@dataclass(frozen=True)
+class Release:
+    """Kept pass ``id``'s cache is no longer needed."""
+
+    id: int
+
+
+Step = Pass | Release
+
+
+def pack(leaves: Sequence[Node], capacity: int) -> list[list[Node]]:
+    """Sibling leaves in rows of at most ``capacity`` tokens: first fit, longest first; a
+    longer leaf gets a row of its own; ``0``: one leaf per row."""
+    rows: list[list[Node]] = []
+    room: list[int] = []
+    for leaf in sorted(leaves, key=lambda node: (-len(node.tokens), node.tokens)):
+        n = len(leaf.tokens)
+        for i, free in enumerate(room):
+            if n <= free:
+                rows[i].append(leaf)
+                room[i] -= n
+                break
+        else:
+            rows.append([leaf])
+            room.append(max(capacity - n, 0))
+    return rows
+
+
+class _Planner:
+    def __init__(self, budget: Budget, pack_row: int) -> None:
+        self.budget = budget
+        self.pack_row = pack_row
+        self.ids = itertools.count()
+
+    def level(
+        self, parent: int | None, past: int, items: list[tuple[int | None, Node]], held: int
+    ) -> Iterator[Step]:
+        """Passes for ``items`` (parent row, node) after kept pass ``parent``, and below."""
+        budget, inner, leaves = self.budget, [], {}
+        for row, node in items:
+            if not node.children:
+                leaves.setdefault(row, []).append(node)
+            elif held + budget.kept(1, past, len(node.tokens)) > budget.cache:
+                # Its cache alone does not fit: forward its tokens with each child instead.
+                yield from self.level(parent, past, [(row, n) for n in collapse(node)], held)
+            else:
+                inner.append(Row(row, (node,)))
+        capacity = self.pack_row if parent is not None else 0  # top rows share no cache
+        leaf_rows = [
+            Row(row, tuple(part)) for row, nodes in leaves.items() for part in pack(nodes, capacity)
         ]
-        rows.sort(key=lambda row: (-steps(row[1]), row[0]))
-        batches = budget.continuation_batches(
-            rows,
-            [steps(conts) for _, conts in rows],
-            [len(contexts[g]) for g, _ in rows],
-            budget.cache_memory(contexts),
-        )
-        yield ContextPass(contexts, one_token, list(batches))
+        for rows in self.batches(leaf_rows, past, held, keep=False):
+            yield Pass(next(self.ids), parent, past, rows, keep=False)
+        for rows in self.batches(inner, past, held, keep=True):
+            step = Pass(next(self.ids), parent, past, rows, keep=True)
+            yield step
+            children = [(r, child) for r, row in enumerate(rows) for child in row.nodes[0].children]
+            kept = budget.kept(len(rows), past, step.width)
+            yield from self.level(step.id, past + step.width, children, held + kept)
+            yield Release(step.id)
+
+    def batches(self, rows: list[Row], past: int, held: int, keep: bool) -> Iterator[list[Row]]:
+        """Consecutive runs of ``rows`` (longest first) that fit one pass each."""
+        budget = self.budget
+        batch: list[Row] = []
+        width = real = 0
+        columns: set[int] = set()
+        for row in sorted(rows, key=lambda row: (-row.length, row.parent or 0)):
+            own = row.scored_columns()
+            if batch:
+                n, scored = len(batch) + 1, len(columns | own)
+                if (
+                    n * width > budget.tokens
+                    or not budget.padding_ok(n * width, real + row.length)
+                    or budget.call_memory(n, past, width, n * scored) > budget.memory
+                    or (keep and held + budget.kept(n, past, width) > budget.cache)
+                ):
+                    yield batch
+                    batch, columns = [], set()
+            if not batch:
+                width, real = row.length, 0
+            batch.append(row)
+            real += row.length
+            columns |= own
+        if batch:
+            yield batch
+
+
+def plan(tops: Sequence[Node], budget: Budget, pack_row: int = PACK_ROW) -> Iterator[Step]:
+    """The passes (and releases) that score every target of the tree under ``tops``.
+
+    ``pack_row``: tokens per row of packed sibling leaves (``0``: one leaf per row).
+    """
+    return _Planner(budget, pack_row).level(None, 0, [(None, node) for node in tops], 0)
 
 
 class Answers:
-    """Answers in request order, filled per (context, continuation) as they come.
+    """Answers in request order, summed per pair from its targets as they come.
 
-    ``on_answer(index, answer)`` runs for every request an ``emit`` answers, at once (the
-    cache hook of ``--use_cache`` stores answers as they are computed).
+    ``on_answer(index, answer)`` runs for every request as soon as its pair's last target
+    is scored (the cache hook of ``--use_cache`` stores answers as they are computed).
     """
 
     def __init__(
-        self, n_requests: int, groups: Groups, on_answer: Callable[[int, Answer], None]
+        self,
+        n_requests: int,
+        pairs: dict[Pair, list[int]],
+        on_answer: Callable[[int, Answer], None],
     ) -> None:
         self._answers: list[Answer | None] = [None] * n_requests
-        self._groups = groups
         self._on_answer = on_answer
+        self._requests = list(pairs.values())
+        self._remaining = [len(continuation) for _context, continuation in pairs]
+        self._sums = [0.0] * len(pairs)
+        self._greedy = [True] * len(pairs)
 
     def put(self, index: int, answer: Answer) -> None:
         """An answer computed elsewhere (HFLM's own path, which feeds the hook itself)."""
         self._answers[index] = answer
 
-    def emit(self, context: Tokens, continuation: Tokens, answer: Answer) -> None:
-        for index in self._groups[context][continuation]:
-            self._answers[index] = answer
-            self._on_answer(index, answer)
+    def score(self, pair: int, logprob: float, greedy: bool) -> None:
+        """One scored token of pair ``pair``."""
+        self._sums[pair] += logprob
+        self._greedy[pair] = self._greedy[pair] and greedy
+        self._remaining[pair] -= 1
+        if self._remaining[pair] == 0:
+            answer = (self._sums[pair], self._greedy[pair])
+            for index in self._requests[pair]:
+                self._answers[index] = answer
+                self._on_answer(index, answer)
 
     def in_request_order(self) -> list[Answer]:
         missing = [i for i, answer in enumerate(self._answers) if answer is None]

@@ -1,6 +1,9 @@
-"""hf-prefix's scheduling (``prefix_schedule``) on made-up token tuples: no model, no torch.
+"""hf-prefix's prefix tree (``prefix_tree``) and pass planning (``prefix_schedule``) on
+made-up token tuples: no model, no torch.
 
-Expected batches are computed by hand from the rules in the module's docstrings.
+Expected trees and passes are worked out by hand from the rules in the modules'
+docstrings; a simulation replays random plans and checks, position by position, that
+every scored token would be read from the logits of exactly the right input prefix.
 """
 
 from __future__ import annotations
@@ -12,234 +15,267 @@ import pytest
 from lm_eval_dcpmi.prefix_schedule import (
     Answers,
     Budget,
-    ContextPass,
-    group_requests,
+    Pass,
+    Release,
     longest_input,
     over_length,
     pack,
     plan,
-    steps,
+    unique_pairs,
 )
+from lm_eval_dcpmi.prefix_tree import Node, build_tree, collapse, common_prefix, tree_tokens, walk
 
 
-def ctx(n: int, start: int = 1) -> tuple[int, ...]:
-    """A context of ``n`` tokens."""
-    return tuple(range(start, start + n))
+def shape(nodes: list[Node]) -> list:
+    """A tree as nested (tokens, start, sorted targets, children) tuples, children sorted."""
+    return sorted(
+        (node.tokens, node.start, sorted(node.targets), shape(node.children)) for node in nodes
+    )
 
 
 # ---------------------------------------------------------------- requests
 def test_over_length_is_hfs_left_truncation_rule():
-    requests = [
-        (("a", "b"), [1, 2, 3], [4, 5]),  # 5 tokens = max_length + 1: kept
-        (("c", "d"), [1, 2, 3, 4], [5, 6]),  # 6 tokens: hf left-truncates
-        (("e", "f"), [1], [2, 3, 4, 5, 6]),  # 6 tokens, long continuation
-    ]
-    assert over_length(requests, max_length=4) == [1, 2]
-    assert over_length(requests, max_length=5) == []
+    requests = [(None, [1] * 5, [2] * 4), (None, [1] * 6, [2] * 4), (None, [1], [2] * 10)]
+    assert over_length(requests, max_length=8) == [1, 2]  # 9 tokens fit a window of 8 + 1
 
 
-def test_group_requests_keeps_every_index_and_first_seen_order():
-    requests = [
-        (None, [1, 2], [3]),
-        (None, [9], [8, 7]),
-        (None, [1, 2], [4, 5]),
-        (None, [1, 2], [3]),  # duplicate of request 0
-        (None, [9], [8, 7]),  # duplicate of request 1, skipped below
-    ]
-    groups = group_requests(requests, skip=[4])
-    assert groups == {(1, 2): {(3,): [0, 3], (4, 5): [2]}, (9,): {(8, 7): [1]}}
-    assert list(groups) == [(1, 2), (9,)]
-    assert list(groups[(1, 2)]) == [(3,), (4, 5)]
-
-
-@pytest.mark.parametrize("request_", [(None, [], [1]), (None, [1], [])])
-def test_group_requests_refuses_empty_context_or_continuation(request_):
-    with pytest.raises(ValueError, match="request 1: context and continuation"):
-        group_requests([(None, [5], [6]), request_])
+def test_unique_pairs_keeps_every_index_in_first_seen_order():
+    requests = [("a", [1, 2], [3]), ("b", [1, 2], [4]), ("a", [1, 2], [3]), ("c", [5], [6])]
+    assert unique_pairs(requests, skip=[3]) == {((1, 2), (3,)): [0, 2], ((1, 2), (4,)): [1]}
 
 
 def test_longest_input_is_context_plus_continuation_minus_one():
-    assert longest_input({(1, 2, 3): [(4,), (5, 6, 7)], (1,): [(2, 3)]}) == 5
-    assert longest_input({}) == 1
+    assert longest_input([((1, 2, 3), (4, 5)), ((1,), (2,))]) == 4
 
 
-# ---------------------------------------------------------------- rows
-def test_steps_counts_continuations_without_their_last_token():
-    assert steps([(1, 2, 3), (4, 5)]) == 3
-    assert steps([(1,)]) == 0
+def test_common_prefix():
+    assert common_prefix((1, 2, 3, 4), (1, 2, 9)) == 2
+    assert common_prefix((1, 2), (1, 2, 3)) == 2
+    assert common_prefix((5,), (1,)) == 0
+    assert common_prefix(tuple(range(1000)), (*range(777), -1)) == 777
 
 
+# ---------------------------------------------------------------- the tree
+def test_tree_shares_every_common_prefix_and_places_each_target_once():
+    pairs = [
+        ((1, 2, 3), (4, 5)),  # input 1 2 3 4: scores 4 at position 2, 5 at position 3
+        ((1, 2, 3), (6,)),  # input 1 2 3: scores 6 at position 2
+        ((1, 2), (7, 8)),  # input 1 2 7: splits "2 3" after 2
+        ((9,), (1,)),
+    ]
+    tops = build_tree(pairs)
+    assert shape(tops) == [
+        (
+            (1, 2),
+            0,
+            [(1, 2, 7)],  # offset 1 = position 1 (token 2): scores 7 for pair 2
+            [
+                ((3,), 2, [(0, 0, 4), (0, 1, 6)], [((4,), 3, [(0, 0, 5)], [])]),
+                ((7,), 2, [(0, 2, 8)], []),
+            ],
+        ),
+        ((9,), 0, [(0, 3, 1)], []),
+    ]
+    assert tree_tokens(tops) == 6  # 1 2 | 3 | 4 | 7 | 9, against 4 + 3 + 3 + 1 = 11 for hf
+    for node in walk(tops):
+        assert all(child.parent is node for child in node.children)
+
+
+def test_tree_of_one_input_is_one_node_and_a_prefix_input_ends_inside_it():
+    tops = build_tree([((1, 2, 3), (4, 5)), ((1, 2), (3, 4, 9))])  # inputs 1234 and 1234
+    assert shape(tops) == [
+        ((1, 2, 3, 4), 0, sorted([(1, 1, 3), (2, 0, 4), (2, 1, 4), (3, 0, 5), (3, 1, 9)]), [])
+    ]
+    (top,) = build_tree([((1, 2, 3, 4, 5), (6,)), ((1, 2), (3,))])  # input 12 inside 12345
+    assert (top.tokens, top.children[0].tokens) == ((1, 2), (3, 4, 5))
+    assert top.targets == [(1, 1, 3)] and top.children[0].targets == [(2, 0, 6)]
+
+
+def test_tree_refuses_empty_context_or_continuation():
+    with pytest.raises(ValueError, match="pair 1: context and continuation need a token each"):
+        build_tree([((1,), (2,)), ((), (2,))])
+
+
+def test_collapse_puts_the_parents_tokens_in_front_of_each_child():
+    (top,) = build_tree([((1, 2), (3, 4)), ((1, 2), (5, 6)), ((1, 2), (7,))])
+    assert top.tokens == (1, 2) and len(top.children) == 2
+    merged = collapse(top)
+    assert shape(merged) == [
+        ((1, 2, 3), 0, [(1, 0, 3), (1, 1, 5), (1, 2, 7), (2, 0, 4)], []),
+        ((1, 2, 5), 0, [(2, 1, 6)], []),
+    ]
+    leaf = merged[0]
+    assert collapse(leaf) == [leaf]
+
+
+# ---------------------------------------------------------------- passes
 def test_pack_first_fit_longest_first():
-    a, b, c, d = (1, 2, 3, 4, 5), (6, 7, 8), (9, 10), (11, 12, 13)  # steps 4, 2, 1, 2
-    # Sorted: a (room 5-4=1), b (no room in row 0: new row, room 3), d (row 1, room 1),
-    # c (1 step: row 0's last slot).
-    assert pack([c, b, a, d], capacity=5) == [[a, c], [b, d]]
+    leaves = [Node((1,) * n, 0) for n in (5, 3, 4, 2)]
+    assert [[len(n.tokens) for n in row] for row in pack(leaves, 8)] == [[5, 3], [4, 2]]
+    assert [[len(n.tokens) for n in row] for row in pack(leaves, 0)] == [[5], [4], [3], [2]]
+    assert [[len(n.tokens) for n in row] for row in pack([Node((1,) * 9, 0)], 8)] == [[9]]
 
 
-def test_pack_zero_capacity_is_one_continuation_per_row():
-    a, b, c = (1, 2, 3), (4, 5), (6, 7, 8)
-    assert pack([b, a, c], capacity=0) == [[a], [c], [b]]
-
-
-def test_pack_gives_a_too_long_continuation_a_row_of_its_own():
-    long, short = tuple(range(10)), (1, 2)
-    assert pack([short, long], capacity=3) == [[long], [short]]
-
-
-# ---------------------------------------------------------------- budget
 @pytest.mark.parametrize(
-    ("padded", "real", "ok"),
-    [
-        (100, 68, True),  # 32 padding positions: free
-        (100, 67, False),  # 33 > max(10, 32)
-        (400, 360, True),  # 40 = 10% of 400
-        (400, 359, False),
-    ],
+    ("padded", "real", "ok"), [(1000, 900, True), (1000, 899, False), (40, 8, True)]
 )
 def test_padding_rule(padded, real, ok):
     assert Budget.padding_ok(padded, real) is ok
 
 
-def test_context_batches_token_limit():
-    contexts = [ctx(10), ctx(9), ctx(8), ctx(3)]
-    # Padded to the first (longest) context: 2 x 10, 3 x 10 = 30 <= 30, then 4 x 10 > 30.
-    budget = Budget(tokens=30, vocab=1, kv_per_token=0)
-    assert list(budget.context_batches(contexts)) == [contexts[:3], contexts[3:]]
-
-
-def test_context_batches_own_token_limit():
-    budget = Budget(tokens=1000, vocab=1, kv_per_token=0, context_tokens=15)
-    assert list(budget.context_batches([ctx(10), ctx(9)])) == [[ctx(10)], [ctx(9)]]
-
-
-def test_context_batches_memory_limit():
-    # memory = 2 x 30 x 1 = 60; a context pass may hold half: padded x kv + rows x vocab.
-    # [10, 9]: 20 + 2 = 22 <= 30; [10, 9, 8]: 30 + 3 > 30. [8, 3]: 16 + 2.
-    budget = Budget(tokens=30, vocab=1, kv_per_token=1)
-    contexts = [ctx(10), ctx(9), ctx(8), ctx(3)]
-    assert list(budget.context_batches(contexts)) == [contexts[:2], contexts[2:]]
-
-
-def test_context_batches_padding_limit():
-    budget = Budget(tokens=10_000, vocab=1, kv_per_token=0)
-    # 100 + 50 padded to 200: 50 padding > 32; 100 + 70: 30 padding.
-    assert list(budget.context_batches([ctx(100), ctx(50)])) == [[ctx(100)], [ctx(50)]]
-    assert list(budget.context_batches([ctx(100), ctx(70)])) == [[ctx(100), ctx(70)]]
-
-
-def test_cache_memory_counts_padded_cache_and_last_logprobs():
+def test_budget_defaults_and_sizes():
     budget = Budget(tokens=10, vocab=7, kv_per_token=2)
-    assert budget.cache_memory([ctx(3), ctx(2)]) == 2 * (3 * 2 + 7)
+    assert (budget.memory, budget.cache) == (140, 140)
+    assert budget.kept(rows=3, past=4, width=5) == 3 * 9 * 2
+    # copy of the parent (3 x 4), the new cache (3 x 9), 2 x 6 scored positions' logits
+    assert budget.call_memory(rows=3, past=4, width=5, scored=6) == 3 * 13 * 2 + 2 * 6 * 7
 
 
-def test_continuation_batches_token_limit():
-    budget = Budget(tokens=12, vocab=1, kv_per_token=0)
-    # a+b: 2 rows x 5 steps = 10; memory 2 x 2 x 5 = 20 <= 24; +c: 3 x 5 = 15 > 12.
-    batches = budget.continuation_batches("abc", [5, 4, 1], [10, 20, 3], held_memory=0)
-    assert list(batches) == [["a", "b"], ["c"]]
-
-
-def test_continuation_batches_memory_counts_held_cache_and_copies():
-    # memory 200; two rows of 5 steps on contexts up to 20 slots:
-    # held + 2 x ((20 + 5) x kv + 2 x 5 x vocab) = held + 70.
-    budget = Budget(tokens=100, vocab=1, kv_per_token=1)
-    assert list(budget.continuation_batches("ab", [5, 5], [10, 20], 150)) == [["a"], ["b"]]
-    assert list(budget.continuation_batches("ab", [5, 5], [10, 20], 130)) == [["a", "b"]]
-
-
-def test_continuation_batches_padding_limit():
-    budget = Budget(tokens=10_000, vocab=1, kv_per_token=0)
-    # Rows padded to the first row's 100 steps: 100 + 60 real of 200 -> 40 padding > 32.
-    assert list(budget.continuation_batches("ab", [100, 60], [1, 1], 0)) == [["a"], ["b"]]
-    assert list(budget.continuation_batches("ab", [100, 70], [1, 1], 0)) == [["a", "b"]]
-
-
-# ---------------------------------------------------------------- plan
-A, B, C = ctx(4), ctx(2, start=11), ctx(1, start=21)
-GROUPS = {
-    B: [(13, 14, 15)],
-    A: [(5,), (6, 7, 8), (9, 10)],
-    C: [(22,)],
-}
-
-
-def test_plan_packed_rows():
-    # Contexts longest first: [A, B] padded to 8 tokens (= budget), C alone.
-    # A's one-token continuation is scored by the context pass; its two longer ones share
-    # a row (2 + 1 steps); B's row (2 steps) joins: 2 x 3 = 6 tokens, memory
-    # 2 (held) + 2 x 2 x 3 = 14 <= 16, 1 padding position.
-    budget = Budget(tokens=8, vocab=1, kv_per_token=0)
-    assert list(plan(GROUPS, budget, pack_row=128)) == [
-        ContextPass(
-            contexts=[A, B],
-            one_token=[(0, (5,))],
-            continuation_batches=[[(0, [(6, 7, 8), (9, 10)]), (1, [(13, 14, 15)])]],
-        ),
-        ContextPass(contexts=[C], one_token=[(0, (22,))], continuation_batches=[]),
+def test_plan_of_an_article_with_questions_and_options():
+    """RACE's shape: one article, two questions, two options each, plus a domain premise."""
+    article, q1, q2, domain = (1,) * 40, (2, 3), (4, 5), (9,)
+    pairs = [
+        (article + q1, (6, 7)),
+        (article + q1, (8, 7)),
+        (article + q2, (6, 7)),
+        (article + q2, (8,)),
+        (domain, (6, 7)),
+        (domain, (8,)),
     ]
+    steps = list(plan(build_tree(pairs), Budget(tokens=100, vocab=1, kv_per_token=0)))
+    described = [
+        s if isinstance(s, Release) else (s.parent, s.keep, [(r.parent, r.nodes) for r in s.rows])
+        for s in steps
+    ]
+    (top,), (domain_node,) = steps[0].rows[0].nodes, steps[5].rows[0].nodes
+    first, second = top.children
+    assert described == [
+        (None, True, [(None, (top,))]),  # the article, kept (the domain premise is 39
+        (0, True, [(0, (first,)), (0, (second,))]),  # tokens too short to share its pass)
+        # Option leaves after each question, packed per question. One-token options
+        # (' 8' after q2) are scored by the question's own last logits.
+        (1, False, [(0, tuple(first.children)), (1, tuple(second.children))]),
+        Release(1),
+        Release(0),
+        (None, True, [(None, (domain_node,))]),
+        (3, False, [(0, tuple(domain_node.children))]),
+        Release(3),
+    ]
+    assert [len(n.children) for n in (first, second, domain_node)] == [2, 1, 1]
+    forwarded = sum(row.length for s in steps if isinstance(s, Pass) for row in s.rows)
+    assert forwarded == 40 + 2 + 2 + 1 + 1 + 1 + 1 + 1  # every token once; hf: 4 x 43 + 2 + 1
 
 
-def test_plan_one_continuation_per_row():
-    budget = Budget(tokens=8, vocab=1, kv_per_token=0)
-    first, second = plan(GROUPS, budget, pack_row=0)
-    # Rows longest first, then by context: (A: 2 steps), (B: 2 steps), (A: 1 step).
-    assert first.continuation_batches == [[(0, [(6, 7, 8)]), (1, [(13, 14, 15)]), (0, [(9, 10)])]]
-    assert second == ContextPass([C], [(0, (22,))], [])
+def test_plan_batches_respect_tokens_padding_and_order():
+    pairs = [((k,) * n, (7,)) for k, n in enumerate((10, 10, 9, 3, 2), start=1)]
+    steps = list(plan(build_tree(pairs), Budget(tokens=30, vocab=1, kv_per_token=0)))
+    # Leaves at the top, one per row: longest first, at most 30 positions per pass.
+    assert [[row.length for row in s.rows] for s in steps] == [[10, 10, 9], [3, 2]]
+    assert all(isinstance(s, Pass) and not s.keep and s.parent is None for s in steps)
+    pairs = [((k,) * n, (7,)) for k, n in enumerate((40, 40, 2), start=1)]
+    steps = list(plan(build_tree(pairs), Budget(tokens=1000, vocab=1, kv_per_token=0)))
+    # 3 x 40 positions for 82 tokens: 38 padding, over 32 and 10 %: a pass of its own.
+    assert [[row.length for row in s.rows] for s in steps] == [[40, 40], [2]]
 
 
-def test_plan_scores_every_pair_once_within_budget():
-    rng = random.Random(7)
-    groups: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
-    for _ in range(40):
-        context = tuple(rng.randrange(50) for _ in range(rng.randint(1, 30)))
-        conts = {tuple(rng.randrange(50) for _ in range(rng.randint(1, 12))) for _ in range(5)}
-        groups.setdefault(context, []).extend(sorted(conts))
-    budget = Budget(tokens=64, vocab=10, kv_per_token=4)
-    seen = []
-    for step in plan(groups, budget, pack_row=16):
-        widths = [len(c) for c in step.contexts]
-        assert widths == sorted(widths, reverse=True)
-        assert len(step.contexts) == 1 or len(step.contexts) * widths[0] <= budget.tokens
-        seen += [(step.contexts[g], cont) for g, cont in step.one_token]
-        for batch in step.continuation_batches:
-            width = max(steps(conts) for _, conts in batch)
-            assert len(batch) == 1 or len(batch) * width <= budget.tokens
-            for g, conts in batch:
-                assert steps(conts) <= 16 or len(conts) == 1
-                seen += [(step.contexts[g], cont) for cont in conts]
-    expected = [(context, cont) for context, conts in groups.items() for cont in conts]
-    assert sorted(seen) == sorted(expected)
+def test_plan_collapses_nodes_whose_cache_exceeds_the_budget():
+    article = tuple(range(1, 21))
+    pairs = [(article + (30 + q,), (40 + o, 50)) for q in range(2) for o in range(2)]
+    roomy = list(plan(build_tree(pairs), Budget(tokens=1000, vocab=1, kv_per_token=1)))
+    tight = list(plan(build_tree(pairs), Budget(tokens=1000, vocab=1, kv_per_token=1, cache=15)))
+    assert sum(isinstance(s, Release) for s in roomy) == 2  # article, then its questions
+    assert not any(isinstance(s, Release) for s in tight)  # nothing kept: 20 > 15
+    tokens = [
+        sum(r.length for s in steps if isinstance(s, Pass) for r in s.rows)
+        for steps in (roomy, tight)
+    ]
+    assert tokens == [20 + 2 + 4, 4 * 22]  # tight: each option forwards its whole input
+
+
+def simulate(pairs, budget, pack_row):
+    """Replays a plan: rebuilds each row's full input from its parents' and checks every
+    target against the pair it scores; returns what the run would hold and forward."""
+    tops = build_tree(pairs)
+    kept: dict[int, list[tuple[int, ...]]] = {}  # pass id -> per row: input so far
+    held, scored, peak, forwarded = 0, [], 0, 0
+    sizes: dict[int, int] = {}
+    for step in plan(tops, budget, pack_row):
+        if isinstance(step, Release):
+            held -= sizes.pop(step.id)
+            del kept[step.id]
+            continue
+        assert step.parent is None or step.parent in kept, "parent released or never kept"
+        rows = []
+        for row in step.rows:
+            before = () if step.parent is None else kept[step.parent][row.parent]
+            assert step.keep is False or len(row.nodes) == 1
+            for node in row.nodes:
+                assert node.start == len(before)
+                path = before + node.tokens
+                for offset, pair, token in node.targets:
+                    context, cont = pairs[pair]
+                    full = context + cont
+                    position = node.start + offset
+                    assert path[: position + 1] == full[: position + 1]
+                    assert token == full[position + 1] and position >= len(context) - 1
+                    scored.append((pair, position))
+            rows.append(before + row.nodes[0].tokens)
+        width = step.width
+        n = len(step.rows)
+        assert n == 1 or n * width <= budget.tokens
+        forwarded += sum(row.length for row in step.rows)
+        if step.keep:
+            kept[step.id] = rows
+            sizes[step.id] = budget.kept(n, step.past, width)
+            held += sizes[step.id]
+            assert n == 1 or held <= budget.cache
+            peak = max(peak, held)
+    assert not kept
+    return scored, peak, forwarded, tops
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("pack_row", [0, 16])
+def test_random_plans_score_every_token_exactly_once(seed, pack_row):
+    rng = random.Random(seed)
+    stems = [tuple(rng.randrange(6) for _ in range(rng.randint(1, 25))) for _ in range(6)]
+    pairs = set()
+    for _ in range(60):
+        context = rng.choice(stems) + tuple(rng.randrange(6) for _ in range(rng.randint(0, 6)))
+        pairs.add((context, tuple(rng.randrange(6) for _ in range(rng.randint(1, 8)))))
+    pairs = sorted(pairs)
+    budget = Budget(
+        tokens=rng.choice([8, 40, 400]), vocab=3, kv_per_token=2, cache=rng.choice([60, 5000])
+    )
+    scored, peak, forwarded, tops = simulate(pairs, budget, pack_row)
+    expected = [
+        (i, p)
+        for i, (c, cont) in enumerate(pairs)
+        for p in range(len(c) - 1, len(c) + len(cont) - 1)
+    ]
+    assert sorted(scored) == sorted(expected)
+    assert forwarded <= sum(len(c) + len(cont) - 1 for c, cont in pairs)  # never above hf
+    if budget.cache == 5000 and budget.tokens == 400:
+        assert forwarded == tree_tokens(tops)  # room for every cache: each node once
 
 
 # ---------------------------------------------------------------- answers
-def test_answers_restore_request_order_and_report_each_as_it_comes():
+def test_answers_sum_tokens_restore_request_order_and_report_each_when_complete():
     requests = [
         (("p", " x"), [1, 2], [3]),
         (("q", " y z"), [9], [8, 7]),
-        (("p", " w"), [1, 2], [4, 5]),
-        (("p", " x"), [1, 2], [3]),  # duplicate: answered by the same emit
+        (("p", " x"), [1, 2], [3]),  # duplicate: answered with the first
         (("long", "!"), [1] * 10, [2]),  # answered elsewhere (hf's path)
     ]
-    groups = group_requests(requests, skip=[4])
+    pairs = unique_pairs(requests, skip=[3])
     reported: list[tuple[int, tuple[float, bool]]] = []
-    answers = Answers(len(requests), groups, lambda i, a: reported.append((i, a)))
-    answers.put(4, (-9.0, False))
-    answers.emit((9,), (8, 7), (-2.0, False))
-    answers.emit((1, 2), (3,), (-1.0, True))
-    with pytest.raises(RuntimeError, match=r"requests \[2\] were never scored"):
+    answers = Answers(len(requests), pairs, lambda i, a: reported.append((i, a)))
+    answers.put(3, (-9.0, False))
+    answers.score(1, -0.5, True)
+    answers.score(0, -1.0, True)
+    with pytest.raises(RuntimeError, match=r"requests \[1\] were never scored"):
         answers.in_request_order()
-    answers.emit((1, 2), (4, 5), (-3.0, False))
-    assert answers.in_request_order() == [
-        (-1.0, True),
-        (-2.0, False),
-        (-3.0, False),
-        (-1.0, True),
-        (-9.0, False),
-    ]
-    # Reported in the order computed, every duplicate; not the one put from elsewhere.
-    assert reported == [
-        (1, (-2.0, False)),
-        (0, (-1.0, True)),
-        (3, (-1.0, True)),
-        (2, (-3.0, False)),
-    ]
+    answers.score(1, -1.5, False)
+    assert answers.in_request_order() == [(-1.0, True), (-2.0, False), (-1.0, True), (-9.0, False)]
+    # Reported as completed, every duplicate; not the one put from elsewhere.
+    assert reported == [(0, (-1.0, True)), (2, (-1.0, True)), (1, (-2.0, False))]
