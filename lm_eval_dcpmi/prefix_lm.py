@@ -41,8 +41,6 @@ registers the name; every ``hf`` model argument works unchanged).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import inspect
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -53,6 +51,7 @@ from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
 from lm_eval_dcpmi.prefix_cache import Kept, gather_cache, layer_tensors, output_cache
+from lm_eval_dcpmi.prefix_check import SelfCheck, Setup
 from lm_eval_dcpmi.prefix_schedule import (
     PACK_ROW,
     Answer,
@@ -68,26 +67,14 @@ from lm_eval_dcpmi.prefix_schedule import (
     unique_pairs,
 )
 from lm_eval_dcpmi.prefix_tree import build_tree
+from lm_eval_dcpmi.tokens import share_tokenizer, shared_tokenizer
 
 log = logging.getLogger(__name__)
 
-# Largest disagreement between cached and uncached logits accepted by the self-check.
-_SELF_CHECK_TOLERANCE = 1e-3
 Score = Callable[[int, float, bool], None]  # (pair, token log-prob, token is greedy)
 
 
-@dataclasses.dataclass(frozen=True)
-class Setup:
-    """How the model is driven; decided once, in ``__init__``, never changed after."""
-
-    cache_arg: str  # forward()'s keyword for a cache: "past_key_values" or "cache"
-    keep_arg: str | None  # "logits_to_keep" when forward() takes it
-    packed: bool  # sibling leaves share rows (4D mask), else one per row
-    vocab: int  # logits per position, for memory budgets
-    kv_per_token: int  # cache elements per token position (all layers, keys and values)
-
-
-class PrefixHFLM(HFLM):
+class PrefixHFLM(SelfCheck, HFLM):
     """``HFLM`` whose ``_loglikelihood_tokens`` forwards each shared token prefix once."""
 
     def __init__(
@@ -98,12 +85,21 @@ class PrefixHFLM(HFLM):
         mixed_precision_dtype: str | torch.dtype | None = None,
         **kwargs: Any,
     ) -> None:
+        # A tokenizer a task already loaded for these arguments (to count option tokens)
+        # is the one HFLM would load: take it (HFLM accepts a tokenizer object), and
+        # share ours with the tasks otherwise. Loading a GGUF file's takes 10-30 s.
+        named = {k: v for k, v in kwargs.items() if isinstance(v, (str, bool, int))}
+        if args and isinstance(args[0], str):
+            named["pretrained"] = args[0]
+        if not kwargs.get("tokenizer") or isinstance(kwargs["tokenizer"], str):
+            kwargs["tokenizer"] = shared_tokenizer(named) or kwargs.get("tokenizer")
         super().__init__(
             *args,
             softmax_dtype=softmax_dtype,
             mixed_precision_dtype=mixed_precision_dtype,
             **kwargs,
         )
+        share_tokenizer(named, self.tokenizer, self.max_length)
         # The two dtypes as HFLM documents and reads them (its __init__ arguments).
         self._softmax = _dtype(softmax_dtype)
         self._autocast = _dtype(mixed_precision_dtype)
@@ -207,14 +203,22 @@ class PrefixHFLM(HFLM):
                     held[step.id] = kept
 
     def _forward(self, step: Pass, parent: Kept | None, score: Score, setup: Setup) -> Kept | None:
-        """Run one pass, score its targets, and return its cache if it is kept."""
+        """Run one pass, score its targets, and return its cache if it is kept.
+
+        Rows are right-aligned (padded on the left), so that the rows' last tokens, where
+        contexts end and options start, share one column: the LM head runs on the union of
+        the scored columns only. Every call takes a 4D mask: a token sees its parent's
+        real slots and its own node's earlier tokens; padding slots see each other (no
+        query without a key) and are never seen.
+        """
         n_rows, width = len(step.rows), step.width
         inputs = torch.zeros((n_rows, width), dtype=torch.long)
         positions = torch.zeros((n_rows, width), dtype=torch.long)
         segment = torch.full((n_rows, width), -1, dtype=torch.long)  # -1: padding
         where: list[tuple[int, int, int, int]] = []  # (row, column, token, pair)
         for r, row in enumerate(step.rows):
-            column = 0
+            column = width - row.length
+            positions[r, :column] = row.nodes[0].start
             for j, node in enumerate(row.nodes):
                 n = len(node.tokens)
                 inputs[r, column : column + n] = torch.tensor(node.tokens, dtype=torch.long)
@@ -222,30 +226,21 @@ class PrefixHFLM(HFLM):
                 segment[r, column : column + n] = j
                 where.extend((r, column + off, token, pair) for off, pair, token in node.targets)
                 column += n
-            last = int(positions[r, column - 1])
-            positions[r, column:] = last + 1 + torch.arange(width - column)
         own = segment >= 0
-        kwargs: dict[str, Any] = {"use_cache": step.keep}
+        causal = torch.ones(width, width, dtype=torch.bool).tril()
+        allowed = (segment[:, :, None] == segment[:, None, :]) & causal  # [rows, q, k]
+        kwargs: dict[str, Any] = {"use_cache": step.keep, "position_ids": positions}
         if parent is not None:
             rows = [row.parent for row in step.rows]
-            parent_ok = parent.valid[torch.tensor(rows, device=parent.valid.device)]
-            if any(len(row.nodes) > 1 for row in step.rows):
-                # A packed leaf sees its parent and its own earlier tokens, not its siblings
-                # (padding slots see each other: no row without any key).
-                causal = torch.ones(width, width, dtype=torch.bool).tril()
-                same = (segment[:, :, None] == segment[:, None, :]) & causal
-                allowed = torch.cat([parent_ok[:, None, :].expand(-1, width, -1), same], -1)
-                kwargs["attention_mask"] = self._mask_4d(allowed[:, None])
-            else:  # one node per row: a 2D padding mask is enough
-                kwargs["attention_mask"] = torch.cat([parent_ok, torch.ones_like(own)], -1).long()
+            parent_ok = parent.valid[torch.tensor(rows, device=parent.valid.device)].cpu()
+            allowed = torch.cat([parent_ok[:, None, :].expand(-1, width, -1), allowed], -1)
+            own = torch.cat([parent_ok, own], -1)
             kwargs[setup.cache_arg] = gather_cache(parent.layers, rows, self.device)
-            kwargs["position_ids"] = positions
             kwargs["use_cache"] = True
-        # Without a parent: right padding needs no mask (causal attention never looks
-        # ahead) and the default position ids are the nodes' (they start at 0).
+        kwargs["attention_mask"] = self._mask_4d(allowed[:, None])
         columns = sorted({column for _, column, _, _ in where}) or [width - 1]
         if setup.keep_arg is not None:  # only these positions go through the LM head
-            kwargs[setup.keep_arg] = torch.tensor(columns, device=self.device)
+            kwargs[setup.keep_arg] = torch.tensor(columns)
             index = {column: i for i, column in enumerate(columns)}
         else:
             index = {column: column for column in columns}
@@ -264,12 +259,7 @@ class PrefixHFLM(HFLM):
         if not step.keep:
             return None
         layers = layer_tensors(output_cache(out))
-        if layers is None:
-            return None
-        own = own.to(self.device)
-        return Kept(
-            layers, own if parent is None else torch.cat([parent_ok.to(own.device), own], -1)
-        )
+        return None if layers is None else Kept(layers, own.to(self.device))
 
     def _mask_4d(self, allowed: torch.Tensor) -> torch.Tensor:
         """A custom 4D mask in the form the model's attention takes (bool for sdpa)."""
@@ -290,110 +280,7 @@ class PrefixHFLM(HFLM):
         ):
             yield
 
-    # ------------------------------------------------------------------ self-check
-    def _decide_setup(self) -> Setup | None:
-        """The self-check's decision, the same in every process: packed rows if every
-        process's check passes them, else one leaf per row if every process's passes
-        that, else None (plain hf scoring for every request)."""
-        probe = self._probe()
-        if isinstance(probe, Setup):
-            candidates = [dataclasses.replace(probe, packed=packed) for packed in (True, False)]
-            problems = [self._check_mode(candidate) for candidate in candidates]
-        else:
-            candidates, problems = [], [probe, probe]
-        # Every process reaches this collective exactly once: the checks catch everything.
-        passed = self._all_processes([problem is None for problem in problems])
-        chosen = next((c for c, ok in zip(candidates, passed, strict=False) if ok), None)
-        if chosen is not None and not chosen.packed:
-            log.info("hf-prefix: one leaf per row (%s)", problems[0] or "another process")
-        if chosen is None:
-            reasons = "; ".join(sorted({p for p in problems if p is not None}))
-            log.warning(
-                "hf-prefix: this model cannot reuse a key/value cache (%s); "
-                "using hf's scoring for every request.",
-                reasons or "the check failed in another process",
-            )
-        return chosen
-
-    def _all_processes(self, flags: list[bool]) -> list[bool]:
-        """Each flag, True only where it is True in every process (one all_gather)."""
-        if self.world_size <= 1:
-            return flags
-        local = torch.tensor(flags, dtype=torch.long, device=self.device)
-        gathered = self.all_gather(local).reshape(self.world_size, len(flags))
-        return [bool(v) for v in gathered.min(dim=0).values.tolist()]
-
-    def _probe(self) -> Setup | str:
-        """The forward keywords, and one kept pass: vocabulary, cache size and kind."""
-        try:
-            parameters = inspect.signature(self.model.forward).parameters
-        except (TypeError, ValueError):
-            parameters = {}
-        setup = Setup(
-            cache_arg="cache" if "cache" in parameters else "past_key_values",
-            keep_arg="logits_to_keep" if "logits_to_keep" in parameters else None,
-            packed=True,
-            vocab=1,
-            kv_per_token=0,
-        )
-        tokens = tuple(_check_tokens(self)[:3])
-        try:
-            with self._inference():
-                out = self.model(
-                    input_ids=torch.tensor([tokens], device=self.device), use_cache=True
-                )
-        except Exception as err:  # any model that cannot be driven this way
-            return f"{type(err).__name__}: {err}"
-        layers = layer_tensors(output_cache(out))
-        if layers is None:
-            return "its cache is not a plain DynamicCache"
-        kv = sum(k.shape[1] * k.shape[3] + v.shape[1] * v.shape[3] for k, v in layers)
-        return dataclasses.replace(setup, vocab=int(out.logits.shape[-1]), kv_per_token=kv)
-
-    def _check_mode(self, setup: Setup) -> str | None:
-        """None when made-up requests score the same with ``setup`` as uncached."""
-        t = _check_tokens(self)
-        # Shared prefixes three levels deep, a node split midway, one-token continuations,
-        # sibling leaves (packed when setup.packed), rows of several lengths (padding).
-        pairs = [
-            ((t[0], t[1], t[2], t[3]), (t[4], t[5], t[6], t[7])),
-            ((t[0], t[1], t[2], t[3]), (t[5],)),
-            ((t[0], t[1], t[2]), (t[3], t[6], t[7])),
-            ((t[0],), (t[1], t[2])),
-            ((t[0],), (t[2], t[3], t[4])),
-            ((t[0],), (t[6], t[7])),
-            ((t[3], t[4]), (t[5], t[6], t[7])),
-            ((t[3], t[4], t[5]), (t[6],)),
-        ]
-        sums = [0.0] * len(pairs)
-
-        def add(pair: int, value: float, _greedy: bool) -> None:
-            sums[pair] += value
-
-        try:
-            budget = Budget(tokens=6, vocab=1, kv_per_token=0)  # several passes per level
-            self._score(pairs, budget, add, setup)
-            with self._inference():
-                for (context, cont), got in zip(pairs, sums, strict=True):
-                    full = torch.tensor([(context + cont)[:-1]], device=self.device)
-                    logprobs = F.log_softmax(
-                        self.model(full).logits[0, len(context) - 1 :], dim=-1, dtype=self._softmax
-                    )
-                    index = torch.tensor(cont, device=self.device)[:, None]
-                    want = float(logprobs.gather(-1, index).sum().item())
-                    if not abs(got - want) <= _SELF_CHECK_TOLERANCE:
-                        return f"cached {got:.6f} vs uncached {want:.6f}"
-        except Exception as err:  # any model that cannot be driven this way
-            return f"{type(err).__name__}: {err}"
-        return None
-
 
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:
     """``"bfloat16"`` -> ``torch.bfloat16``, as HFLM reads its dtype arguments."""
     return getattr(torch, value) if isinstance(value, str) and value else value or None
-
-
-def _check_tokens(lm: HFLM) -> list[int]:
-    """Eight made-up token ids, the same in every process."""
-    vocab = lm.model.get_input_embeddings().num_embeddings
-    return [(7919 * i + 11) % vocab for i in range(8)]

@@ -100,6 +100,38 @@ def _as_bool(value: Any) -> bool | None:
     return str(value).strip().lower() in ("1", "true", "yes")
 
 
+# Tokenizers loaded in this process, by the model arguments that decide them: a model's
+# own (``hf-prefix`` shares it when it loads) or one loaded here for counting (which
+# ``hf-prefix`` then takes instead of loading it again). Loading a GGUF file's tokenizer
+# and config takes 10-30 s.
+_LOADED: dict[tuple, tuple[Any, int | None]] = {}
+_FLAGS = ("trust_remote_code", "use_fast_tokenizer", "add_bos_token")
+
+
+def _tokenizer_key(args: Mapping[str, Any]) -> tuple | None:
+    name = args.get("tokenizer") or args.get("pretrained")
+    if not isinstance(name, str) or not name:
+        return None
+    return tuple(
+        _as_bool(args.get(key)) if key in _FLAGS else str(args.get(key) or "")
+        for key in TOKENIZER_ARGS
+        if key != "max_length"
+    )
+
+
+def share_tokenizer(args: Mapping[str, Any], tokenizer: Any, max_length: int | None) -> None:
+    """Make ``tokenizer`` (loaded for the model arguments ``args``) the one counting uses."""
+    key = _tokenizer_key(args)
+    if key is not None:
+        _LOADED[key] = (tokenizer, max_length)
+
+
+def shared_tokenizer(args: Mapping[str, Any]) -> Any | None:
+    """A tokenizer already loaded in this process for the model arguments ``args``."""
+    key = _tokenizer_key(args)
+    return _LOADED.get(key, (None, None))[0] if key is not None else None
+
+
 def counter_for_metadata(metadata: Mapping[str, Any] | None) -> TokenCounter | None:
     """The token counter for a task's metadata (the model arguments), None when it names no
     tokenizer (e.g. an API model). A tokenizer that is named but cannot be loaded raises
@@ -144,6 +176,13 @@ def token_counter_for(
     name = tokenizer or pretrained
     if name is None:
         return None
+    args = {k: v for k, v in locals().items() if k in TOKENIZER_ARGS}
+    add_bos = _as_bool(add_bos_token)
+    key = _tokenizer_key(args)
+    if key in _LOADED:  # the model's own (or an earlier load): no second load
+        loaded, model_max_length = _LOADED[key]
+        if max_length or model_max_length:
+            return TokenCounter(loaded, int(max_length or model_max_length), add_bos)
     import transformers
     from lm_eval.models.utils import resolve_max_length
 
@@ -156,10 +195,12 @@ def token_counter_for(
         kwargs["gguf_file"] = gguf_file
     elif use_fast_tokenizer is not None:
         kwargs["use_fast"] = _as_bool(use_fast_tokenizer)
-    add_bos = _as_bool(add_bos_token)
     if add_bos is not None:
         kwargs["add_bos_token"] = add_bos
-    loaded = transformers.AutoTokenizer.from_pretrained(name, **kwargs)
+    loaded = _LOADED.get(key, (None, None))[0] or transformers.AutoTokenizer.from_pretrained(
+        name, **kwargs
+    )
+    share_tokenizer(args, loaded, None)
     if not max_length:
         config_kwargs = {k: v for k, v in kwargs.items() if k not in ("use_fast", "add_bos_token")}
         try:

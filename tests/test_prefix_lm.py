@@ -207,9 +207,10 @@ def test_rolling_loglikelihood_is_hfs(hf_lm, prefix_lm):
 
 
 def test_falls_back_to_hf_when_cache_unusable(hf_lm, monkeypatch):
-    from lm_eval_dcpmi import prefix_lm as module
+    from lm_eval_dcpmi import prefix_check, prefix_lm
 
-    monkeypatch.setattr(module, "layer_tensors", lambda cache: None)
+    for module in (prefix_check, prefix_lm):  # the probe's view and the passes'
+        monkeypatch.setattr(module, "layer_tensors", lambda cache: None)
     lm = _prefix_lm(hf_lm)
     assert lm._setup is None
     pairs = _generic_pairs()[:4]

@@ -1,0 +1,152 @@
+"""The self-check that decides how ``hf-prefix`` drives a model (see ``prefix_lm``).
+
+At start-up ``PrefixHFLM`` probes the model once (its forward's keywords, its cache's
+kind and size) and scores made-up requests both through its prefix passes and uncached:
+packed leaves if that agrees, else one leaf per row, else plain ``hf`` scoring. With
+several processes all take the same decision (one collective call).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from lm_eval_dcpmi.prefix_cache import layer_tensors, output_cache
+from lm_eval_dcpmi.prefix_schedule import Budget
+
+log = logging.getLogger("lm_eval_dcpmi.prefix_lm")
+
+# Largest disagreement between cached and uncached logits accepted by the self-check.
+_SELF_CHECK_TOLERANCE = 1e-3
+
+
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """How the model is driven; decided once, in ``__init__``, never changed after."""
+
+    cache_arg: str  # forward()'s keyword for a cache: "past_key_values" or "cache"
+    keep_arg: str | None  # "logits_to_keep" when forward() takes it
+    packed: bool  # sibling leaves share rows (4D mask), else one per row
+    vocab: int  # logits per position, for memory budgets
+    kv_per_token: int  # cache elements per token position (all layers, keys and values)
+
+
+class SelfCheck:
+    """The self-check, as methods of ``PrefixHFLM`` (an ``HFLM``): it uses the model, the
+    device, the process group and the prefix scoring (``_score``)."""
+
+    model: Any
+    device: torch.device
+    world_size: int
+    all_gather: Callable[[torch.Tensor], torch.Tensor]
+    _softmax: torch.dtype | None
+    _score: Callable[..., None]
+    _inference: Callable[[], Any]
+
+    def _decide_setup(self) -> Setup | None:
+        """The self-check's decision, the same in every process: packed rows if every
+        process's check passes them, else one leaf per row if every process's passes
+        that, else None (plain hf scoring for every request)."""
+        probe = self._probe()
+        if isinstance(probe, Setup):
+            candidates = [dataclasses.replace(probe, packed=packed) for packed in (True, False)]
+            problems = [self._check_mode(candidate) for candidate in candidates]
+        else:
+            candidates, problems = [], [probe, probe]
+        # Every process reaches this collective exactly once: the checks catch everything.
+        passed = self._all_processes([problem is None for problem in problems])
+        chosen = next((c for c, ok in zip(candidates, passed, strict=False) if ok), None)
+        if chosen is not None and not chosen.packed:
+            log.info("hf-prefix: one leaf per row (%s)", problems[0] or "another process")
+        if chosen is None:
+            reasons = "; ".join(sorted({p for p in problems if p is not None}))
+            log.warning(
+                "hf-prefix: this model cannot reuse a key/value cache (%s); "
+                "using hf's scoring for every request.",
+                reasons or "the check failed in another process",
+            )
+        return chosen
+
+    def _all_processes(self, flags: list[bool]) -> list[bool]:
+        """Each flag, True only where it is True in every process (one all_gather)."""
+        if self.world_size <= 1:
+            return flags
+        local = torch.tensor(flags, dtype=torch.long, device=self.device)
+        gathered = self.all_gather(local).reshape(self.world_size, len(flags))
+        return [bool(v) for v in gathered.min(dim=0).values.tolist()]
+
+    def _probe(self) -> Setup | str:
+        """The forward keywords, and one kept pass: vocabulary, cache size and kind."""
+        try:
+            parameters = inspect.signature(self.model.forward).parameters
+        except (TypeError, ValueError):
+            parameters = {}
+        setup = Setup(
+            cache_arg="cache" if "cache" in parameters else "past_key_values",
+            keep_arg="logits_to_keep" if "logits_to_keep" in parameters else None,
+            packed=True,
+            vocab=1,
+            kv_per_token=0,
+        )
+        tokens = tuple(_check_tokens(self)[:3])
+        try:
+            with self._inference():
+                out = self.model(
+                    input_ids=torch.tensor([tokens], device=self.device), use_cache=True
+                )
+        except Exception as err:  # any model that cannot be driven this way
+            return f"{type(err).__name__}: {err}"
+        layers = layer_tensors(output_cache(out))
+        if layers is None:
+            return "its cache is not a plain DynamicCache"
+        kv = sum(k.shape[1] * k.shape[3] + v.shape[1] * v.shape[3] for k, v in layers)
+        return dataclasses.replace(setup, vocab=int(out.logits.shape[-1]), kv_per_token=kv)
+
+    def _check_mode(self, setup: Setup) -> str | None:
+        """None when made-up requests score the same with ``setup`` as uncached."""
+        t = _check_tokens(self)
+        # Shared prefixes three levels deep, a node split midway, one-token continuations,
+        # sibling leaves (packed when setup.packed), rows of several lengths (padding).
+        pairs = [
+            ((t[0], t[1], t[2], t[3]), (t[4], t[5], t[6], t[7])),
+            ((t[0], t[1], t[2], t[3]), (t[5],)),
+            ((t[0], t[1], t[2]), (t[3], t[6], t[7])),
+            ((t[0],), (t[1], t[2])),
+            ((t[0],), (t[2], t[3], t[4])),
+            ((t[0],), (t[6], t[7])),
+            ((t[3], t[4]), (t[5], t[6], t[7])),
+            ((t[3], t[4], t[5]), (t[6],)),
+        ]
+        sums = [0.0] * len(pairs)
+
+        def add(pair: int, value: float, _greedy: bool) -> None:
+            sums[pair] += value
+
+        try:
+            budget = Budget(tokens=6, vocab=1, kv_per_token=0)  # several passes per level
+            self._score(pairs, budget, add, setup)
+            with self._inference():
+                for (context, cont), got in zip(pairs, sums, strict=True):
+                    full = torch.tensor([(context + cont)[:-1]], device=self.device)
+                    logprobs = F.log_softmax(
+                        self.model(full).logits[0, len(context) - 1 :], dim=-1, dtype=self._softmax
+                    )
+                    index = torch.tensor(cont, device=self.device)[:, None]
+                    want = float(logprobs.gather(-1, index).sum().item())
+                    if not abs(got - want) <= _SELF_CHECK_TOLERANCE:
+                        return f"cached {got:.6f} vs uncached {want:.6f}"
+        except Exception as err:  # any model that cannot be driven this way
+            return f"{type(err).__name__}: {err}"
+        return None
+
+
+def _check_tokens(lm: Any) -> list[int]:
+    """Eight made-up token ids, the same in every process."""
+    vocab = lm.model.get_input_embeddings().num_embeddings
+    return [(7919 * i + 11) % vocab for i in range(8)]
