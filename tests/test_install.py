@@ -8,8 +8,12 @@
   from the test environment through a path file. Its own site-packages comes first, so
   `lm_eval_dcpmi` is imported from the installed wheel.
 
-Every test here but the first installs or resolves packages (the dry runs ask PyPI) or runs
-the model in a subprocess: all are marked slow.
+* The test command tests the oldest lm-eval pyproject allows, and needs the evaluation data
+  (without it pytest stops at once with one message); importing conftest sets nothing.
+
+The tests that install or resolve packages (the dry runs ask PyPI) or run the model in a
+subprocess are marked slow. scripts/test.sh runs this file with the newest lm-eval only:
+it checks the packaging, the same whichever lm-eval the environment holds.
 """
 
 from __future__ import annotations
