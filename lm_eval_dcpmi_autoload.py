@@ -1,0 +1,81 @@
+"""Run at every Python start-up by ``lm_eval_dcpmi_autoload.pth``: wait for lm-eval.
+
+lm-eval 0.4.x reads no plugin entry points (the package declares the ``lm_eval.tasks`` and
+``lm_eval.models`` ones all the same, for the lm-eval that will), so the wheel ships a
+``.pth`` file that imports this module. It must cost next to nothing in the many programs
+that never import lm-eval: it imports nothing (``os`` and ``sys`` are loaded before any
+``.pth`` runs) and only puts a finder on ``sys.meta_path`` that does a dict look-up per
+import. When one of the lm-eval modules below is imported, ``lm_eval_dcpmi._autoload`` is
+imported and its hook of that name is called with the module.
+
+``LM_EVAL_DCPMI_AUTOLOAD=0`` switches it off: then nothing else is imported or installed.
+"""
+
+import os
+import sys
+
+SWITCH = "LM_EVAL_DCPMI_AUTOLOAD"
+
+# lm-eval module -> function of lm_eval_dcpmi._autoload called with it. `before_exec`:
+# called when the module is found, before it runs (`python -m lm_eval` runs
+# lm_eval.__main__ through runpy, which finds the module but does not use its loader).
+HOOKS = {
+    "lm_eval.tasks.manager": ("patch_task_manager", False),
+    "lm_eval.models": ("register_models", False),
+    "lm_eval.__main__": ("on_lm_eval_cli", True),
+}
+
+
+def _run_hook(name: str, module: object) -> None:
+    hook = HOOKS[name][0]
+    try:
+        from lm_eval_dcpmi import _autoload
+
+        getattr(_autoload, hook)(module)
+    except Exception as error:  # never break lm-eval's own import: say what is missing
+        import warnings
+
+        warnings.warn(
+            f"lm-eval-dcpmi: its start-up hook {hook}({name}) failed ({error!r}), so "
+            "lm_eval may not know the plugin's tasks or models; use `dcpmi run`, or "
+            f"--include_path, or set {SWITCH}=0 to switch the hook off.",
+            stacklevel=2,
+        )
+
+
+class LmEvalWatcher:
+    """A ``sys.meta_path`` finder that finds nothing itself: it asks the finders after it
+    for a watched module and wraps the loader so that the hook runs once the module has."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in HOOKS:
+            return None
+        spec = None
+        for finder in sys.meta_path[sys.meta_path.index(self) + 1 :]:
+            find_spec = getattr(finder, "find_spec", None)
+            spec = find_spec(name, path, target) if find_spec is not None else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None:
+            return spec
+        if HOOKS[name][1]:
+            _run_hook(name, None)
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_hook(module):
+            exec_module(module)
+            _run_hook(name, module)
+
+        spec.loader.exec_module = exec_then_hook
+        return spec
+
+
+def watch() -> None:
+    """Put the watcher first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, LmEvalWatcher) for finder in sys.meta_path):
+        sys.meta_path.insert(0, LmEvalWatcher())
+
+
+if os.environ.get(SWITCH, "1") != "0":
+    watch()
