@@ -245,3 +245,20 @@ def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
             key = f"{metric},none"
             want, value = expected[task][key], got[task][key]
             assert (math.isnan(want) and math.isnan(value)) or want == value, (task, metric)
+
+
+def test_a_small_cache_budget_costs_tokens_not_exactness(hf_lm, prefix_lm, task_manager):
+    """Under a cache budget too small for a RACE article's cache, the article is forwarded
+    in front of each question instead (collapsed nodes): more tokens, the same scores."""
+    pairs = _task_pairs(task_manager, "dcpmi_race_h", 2)
+    expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    tight = _prefix_lm(hf_lm, prefix_cache_mb=1)  # ~1 MiB: under 100 tokens of cache
+    counts = []
+    for lm in (prefix_lm, tight):
+        with ForwardTokens(lm.model) as count:
+            got = lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+        _assert_same(expected, got, [f"{pair!r:.80}" for pair in pairs])
+        counts.append(count.tokens)
+    with ForwardTokens(hf_lm.model) as hf_count:
+        hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    assert counts[0] < counts[1] <= hf_count.tokens
