@@ -147,6 +147,7 @@ class DCPMITask(ConfigurableTask):
         self._system_instruction: str | None = None
         self._warned_unranked = False
         self._n_constructed = 0  # construct_requests calls: none when lm-eval read its cache
+        self._metric_override: str | None = None
         self._last_choices: tuple[Any, Any] = (None, None)  # (document, its options)
         super().__init__(config=config, **kwargs)
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
@@ -319,6 +320,13 @@ class DCPMITask(ConfigurableTask):
 
     # ---- scoring --------------------------------------------------------------------
 
+    def override_metric(self, metric_name: str) -> None:
+        """lm-eval's ``--predict_only`` calls ``override_metric("bypass")``: from then on the
+        task reports lm-eval's own results for the conditional requests alone (for a
+        multiple-choice task: none), and the samples still log every request's answer."""
+        super().override_metric(metric_name)
+        self._metric_override = metric_name
+
     def process_results(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
         scoring = self._pending.pop(doc)
         if scoring is None:
@@ -327,6 +335,8 @@ class DCPMITask(ConfigurableTask):
                 "did not build; build_all_requests must run first."
             )
         n_options = len(results) // 2
+        if self._metric_override is not None:
+            return super().process_results(doc, results[:n_options])
         loglikelihoods = [ll for ll, _is_greedy in results]
         conditional, domain = loglikelihoods[:n_options], loglikelihoods[n_options:]
         # The task's own metrics (acc_norm, brier_score, ...) from lm-eval's code, on the

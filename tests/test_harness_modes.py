@@ -359,3 +359,20 @@ def test_use_cache_resumes_an_interrupted_run_with_the_same_metrics(hf_lm, tmp_p
     monkeypatch.setattr(hf_lm, "_model_call", model_call)
     uninterrupted = evaluate(hf_lm, ["dcpmi_copa"], limit=4)
     assert metrics_of(resumed, "dcpmi_copa") == metrics_of(uninterrupted, "dcpmi_copa")
+
+
+# ------------------------------------------------------------- predict only, identity
+
+
+def test_predict_only_logs_both_requests_and_reports_no_metrics(hf_lm):
+    # lm-eval's --predict_only: simple_evaluate calls task.override_metric("bypass")
+    results = evaluate(hf_lm, ["dcpmi_copa"], limit=3, predict_only=True)
+    row = results["results"]["dcpmi_copa"]
+    assert not [key for key in row if key.split(",")[0] in (*ACCURACIES, *COUNTS)]
+    samples = results["samples"]["dcpmi_copa"]
+    assert len(samples) == 3
+    for sample in samples:
+        assert sample["metrics"] == []
+        assert len(sample["resps"]) == 4  # two options: conditional and domain requests
+        assert all(math.isfinite(float(resp[0][0])) for resp in sample["resps"])
+        assert {context for context, _ in pairs_of(sample)[2:]} <= {" because", " so"}
