@@ -20,6 +20,7 @@ runs; ``process_results`` then only combines numbers (``scoring.accuracies``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -108,6 +109,13 @@ def _trailing_whitespace(text: str) -> str:
     return text[len(text.rstrip()) :]
 
 
+def premise_version(version: Any, domain_premise: str) -> str:
+    """The task's version as results record it: the YAML's number and the domain premise's
+    digest (lm-eval's ``task_hashes`` see the conditional requests only)."""
+    digest = hashlib.sha256(domain_premise.encode("utf-8")).hexdigest()[:8]
+    return f"{version}+premise.{digest}"
+
+
 class DCPMITask(ConfigurableTask):
     """``ConfigurableTask`` for multiple choice, plus domain-premise requests and metrics."""
 
@@ -150,6 +158,8 @@ class DCPMITask(ConfigurableTask):
         self._metric_override: str | None = None
         self._last_choices: tuple[Any, Any] = (None, None)  # (document, its options)
         super().__init__(config=config, **kwargs)
+        # Results name a task by its version: an edited premise must not pass for the old.
+        self.VERSION = premise_version(self.VERSION, self.domain_premise_template)
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
         doc_checks.check_documents(self, counter_for_metadata(self.config.metadata))

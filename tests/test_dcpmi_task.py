@@ -252,6 +252,15 @@ def test_duplicate_and_single_options_warn_once_per_task_naming_the_first_docume
     assert "(first: document 3)" in single[0]
 
 
+def test_the_task_version_carries_the_domain_premise():
+    # lm-eval's task_hashes hash the first request only; the version tells the premises apart
+    first, again, other = make_task(), make_task(), make_task(domain_premise=" So:")
+    assert first.VERSION == again.VERSION
+    assert first.VERSION.startswith("1+premise.") and len(first.VERSION) == len("1+premise.") + 8
+    assert other.VERSION != first.VERSION and other.VERSION.startswith("1+premise.")
+    assert first.config.metadata["version"] == 1  # the YAML's own number is kept
+
+
 # ------------------------------------------------------------- options and the window
 
 

@@ -376,3 +376,26 @@ def test_predict_only_logs_both_requests_and_reports_no_metrics(hf_lm):
         assert len(sample["resps"]) == 4  # two options: conditional and domain requests
         assert all(math.isfinite(float(resp[0][0])) for resp in sample["resps"])
         assert {context for context, _ in pairs_of(sample)[2:]} <= {" because", " so"}
+
+
+def test_editing_the_domain_premise_changes_the_recorded_task_identity(hf_lm, tmp_path):
+    from lm_eval.loggers import EvaluationTracker
+
+    recorded = []
+    for number, premise in enumerate(["\nAnswer:", "Answer:"]):
+        folder = tmp_path / f"run{number}"
+        folder.mkdir()
+        write_quiz_task(folder, premise)
+        results = evaluate(hf_lm, ["quiz_dcpmi"], task_manager=quiz_manager(folder), limit=2)
+        samples = results.pop("samples")
+        tracker = EvaluationTracker(output_path=str(folder / "out"))
+        tracker.save_results_aggregated(results=results, samples=samples)
+        (path,) = (folder / "out").rglob("results_*.json")
+        recorded.append(json.loads(path.read_text()))
+    first, second = recorded
+    assert first["configs"]["quiz_dcpmi"]["metadata"]["domain_premise"] == "\nAnswer:"
+    assert second["configs"]["quiz_dcpmi"]["metadata"]["domain_premise"] == "Answer:"
+    assert first["versions"]["quiz_dcpmi"].startswith("1.0+premise.")
+    assert first["versions"]["quiz_dcpmi"] != second["versions"]["quiz_dcpmi"]
+    # lm-eval's task hash covers the first (conditional) request only: blind to the premise
+    assert first["task_hashes"]["quiz_dcpmi"] == second["task_hashes"]["quiz_dcpmi"]
