@@ -11,14 +11,16 @@ second one ``(domain context, option)``. The domain context is built by lm-eval'
 prompt builder with the domain premise in place of the document's text: the same system
 instruction, description and chat template, no few-shot examples (the authors' rule),
 and the premise's trailing whitespace, so that both requests score the very same
-continuation text. Every document is checked, and the token counts taken, when the
-requests are built, before the model runs; ``process_results`` then only combines
-numbers (``scoring.accuracies``).
+continuation text. Every document of the evaluation split is checked when the task is
+built (``doc_checks``); the token counts are taken, and requests read from lm-eval's
+request cache compared with the task's own, when the requests are built, before the model
+runs; ``process_results`` then only combines numbers (``scoring.accuracies``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Iterator
@@ -29,6 +31,7 @@ from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
+from lm_eval_dcpmi import doc_checks
 from lm_eval_dcpmi.derive import with_base_task
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.metrics import dcpmi_metric_list
@@ -107,6 +110,13 @@ def _trailing_whitespace(text: str) -> str:
     return text[len(text.rstrip()) :]
 
 
+def premise_version(version: Any, domain_premise: str) -> str:
+    """The task's version as results record it: the YAML's number and the domain premise's
+    digest (lm-eval's ``task_hashes`` see the conditional requests only)."""
+    digest = hashlib.sha256(domain_premise.encode("utf-8")).hexdigest()[:8]
+    return f"{version}+premise.{digest}"
+
+
 class DCPMITask(ConfigurableTask):
     """``ConfigurableTask`` for multiple choice, plus domain-premise requests and metrics."""
 
@@ -138,11 +148,20 @@ class DCPMITask(ConfigurableTask):
             config["metric_list"] = dcpmi_metric_list(config.get("metric_list"))
         except DCPMIConfigError as err:
             raise DCPMIConfigError(f"task {name} ({self._source}): {err}") from None
+        self._premise = doc_checks.compile_premise(self.domain_premise_template, name, self._source)
         self._rendering_domain = False  # read by doc_to_text, which __init__ calls
         self._pending = PendingDocuments()
         self._system_instruction: str | None = None
         self._warned_unranked = False
+        self._n_constructed = 0  # construct_requests calls: none when lm-eval read its cache
+        self._metric_override: str | None = None
+        self._last_choices: tuple[Any, Any] = (None, None)  # (document, its options)
         super().__init__(config=config, **kwargs)
+        # Results name a task by its version: an edited premise must not pass for the old.
+        self.VERSION = premise_version(self.VERSION, self.domain_premise_template)
+        # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
+        # loads the model; plain `lm_eval` builds them after, before any request.
+        doc_checks.check_documents(self, counter_for_metadata(self.config.metadata))
 
     # ---- building requests ----------------------------------------------------------
 
@@ -151,15 +170,22 @@ class DCPMITask(ConfigurableTask):
         # when lm-eval reads the requests from its cache (--cache_requests): keep the
         # instruction for the domain context, and check and count after either path.
         self._system_instruction = system_instruction
+        constructed = self._n_constructed
         super().build_all_requests(system_instruction=system_instruction, **kwargs)
+        if self._n_constructed == constructed and self.instances:
+            # lm-eval read them from its cache, whose key ignores the task's config, the
+            # data and --samples: they count only if they are the requests built now.
+            cached = self.instances
+            kwargs["cache_requests"] = False
+            super().build_all_requests(system_instruction=system_instruction, **kwargs)
+            doc_checks.check_cached_requests(self, cached, self.instances)
         self._prepare_scoring()
 
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> list[Instance]:
-        doc_id = (kwargs.get("metadata") or (None, None))[1]
+        self._n_constructed += 1
         conditional = super().construct_requests(doc, ctx, **kwargs)
         domain_context = self.domain_context(
             doc,
-            doc_id=doc_id,
             apply_chat_template=kwargs.get("apply_chat_template", False),
             chat_template=kwargs.get("chat_template"),
         )
@@ -185,15 +211,21 @@ class DCPMITask(ConfigurableTask):
 
     def domain_premise(self, doc: dict, doc_id: int | None = None) -> str:
         """The rendered domain premise for ``doc`` (never empty)."""
-        text = lm_utils.apply_template(self.domain_premise_template, doc)
+        what = f"the domain premise {self.domain_premise_template!r}"
+        text = doc_checks.rendered(self, what, self._render_premise, doc, doc_id)
         if not text:
-            raise self._document_error(
+            raise doc_checks.fault(
+                self,
                 doc,
                 doc_id,
                 f"the domain premise template {self.domain_premise_template!r} renders empty; "
                 "a domain premise must be non-empty.",
             )
         return text
+
+    def _render_premise(self, doc: dict) -> str:
+        # as lm_eval.utils.apply_template renders, on the template compiled once
+        return self._premise.render(**doc)
 
     def domain_context(
         self,
@@ -233,6 +265,17 @@ class DCPMITask(ConfigurableTask):
             return self._domain_text
         return super().doc_to_text(doc, doc_to_text)
 
+    def doc_to_choice(self, doc: Any, doc_to_choice: Any = None) -> list[str]:
+        # Building one document's requests asks for its options four times, and lm-eval
+        # compiles a Jinja doc_to_choice on every call: keep the last document's.
+        if doc_to_choice is not None:
+            return super().doc_to_choice(doc, doc_to_choice)
+        last_doc, choices = self._last_choices
+        if last_doc is not doc:
+            choices = super().doc_to_choice(doc)
+            self._last_choices = (doc, choices)
+        return list(choices) if isinstance(choices, list) else choices
+
     # ---- checks and token counts, before the model runs -----------------------------
 
     def _prepare_scoring(self) -> None:
@@ -257,76 +300,22 @@ class DCPMITask(ConfigurableTask):
     def _document_scoring(
         self, doc: dict, doc_id: int, requests: list[Instance], counter: TokenCounter | None
     ) -> DocumentScoring:
-        choices = self.doc_to_choice(doc)
-        if not isinstance(choices, list) or not choices:
-            raise self._document_error(doc, doc_id, f"doc_to_choice gave {choices!r}, no options.")
-        for number, choice in enumerate(choices):
-            if not isinstance(choice, str) or not choice:
-                raise self._document_error(doc, doc_id, f"option {number} is empty: {choices!r}.")
-        gold = self._gold_index(doc, doc_id, choices)
+        # The options and target were checked when the task was built; the gold index
+        # is needed again here.
+        choices = doc_checks.options(self, doc, doc_id)
+        gold = doc_checks.gold_index(self, doc, doc_id, choices)
         n_options = len(choices)
-        if len(requests) != 2 * n_options:
-            raise self._document_error(
-                doc,
-                doc_id,
-                f"{len(requests)} requests for {n_options} options (expected "
-                f"{2 * n_options}). If lm-eval read them from its request cache, they were "
-                "built by another version of the task: rerun once with "
-                "`--cache_requests refresh`.",
+        if len(requests) != 2 * n_options:  # the cache check compares them; a safeguard
+            raise doc_checks.fault(
+                self, doc, doc_id, f"{len(requests)} requests for {n_options} options."
             )
-        self._check_cached_domain_requests(doc, doc_id, requests[n_options:])
         if counter is None:
             return DocumentScoring(gold, None, float("nan"))
         counts = [counter.split(*request.arguments[:2]) for request in requests]
+        doc_checks.check_token_counts(self, doc, doc_id, requests, counts, counter.max_length)
         truncated = sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
         n_tokens = tuple(n_cont for _n_ctx, n_cont in counts[:n_options])
-        if min(n_tokens) < 1:
-            raise self._document_error(
-                doc, doc_id, f"an option has no tokens under the model's tokenizer: {choices!r}."
-            )
         return DocumentScoring(gold, n_tokens, float(truncated))
-
-    def _check_cached_domain_requests(
-        self, doc: dict, doc_id: int, domain_requests: list[Instance]
-    ) -> None:
-        # lm-eval's request cache key ignores the task's config: a cached domain request
-        # may carry a domain premise the YAML no longer has.
-        premise = self.domain_premise(doc, doc_id).strip()
-        for request in domain_requests:
-            if premise not in request.arguments[0]:
-                raise self._document_error(
-                    doc,
-                    doc_id,
-                    f"the domain request's context {request.arguments[0][-200:]!r} does not "
-                    f"hold the domain premise {premise!r}: lm-eval read stale requests from its "
-                    "request cache (its key ignores the task's config). Rerun once with "
-                    "`--cache_requests refresh`.",
-                )
-
-    def _gold_index(self, doc: dict, doc_id: int, choices: list[str]) -> int:
-        # Several inputs (Winogrande form): doc_to_text gives the gold option's index.
-        gold = self.doc_to_text(doc) if self.multiple_input else self.doc_to_target(doc)
-        if isinstance(gold, str) and not self.multiple_input:
-            if gold not in choices:
-                raise self._document_error(
-                    doc, doc_id, f"target {gold!r} is not among the options {choices}."
-                )
-            gold = choices.index(gold)
-        if isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < len(choices):
-            raise self._document_error(
-                doc,
-                doc_id,
-                f"target {gold!r} is not an option index in 0..{len(choices) - 1}; "
-                f"{'doc_to_text' if self.multiple_input else 'doc_to_target'} must give one "
-                "option (several gold options are not supported).",
-            )
-        return gold
-
-    def _document_error(self, doc: dict, doc_id: int | None, message: str) -> DCPMIConfigError:
-        where = f"document {doc_id}" if doc_id is not None else "a document"
-        if isinstance(doc, dict) and doc.get("source"):
-            where += f" ({doc['source']})"
-        return DCPMIConfigError(f"task {self.config.task} ({self._source}), {where}: {message}")
 
     def _token_counter(self) -> TokenCounter | None:
         counter = counter_for_metadata(self.config.metadata)
@@ -340,6 +329,13 @@ class DCPMITask(ConfigurableTask):
 
     # ---- scoring --------------------------------------------------------------------
 
+    def override_metric(self, metric_name: str) -> None:
+        """lm-eval's ``--predict_only`` calls ``override_metric("bypass")``: from then on the
+        task reports lm-eval's own results for the conditional requests alone (for a
+        multiple-choice task: none), and the samples still log every request's answer."""
+        super().override_metric(metric_name)
+        self._metric_override = metric_name
+
     def process_results(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
         scoring = self._pending.pop(doc)
         if scoring is None:
@@ -348,6 +344,8 @@ class DCPMITask(ConfigurableTask):
                 "did not build; build_all_requests must run first."
             )
         n_options = len(results) // 2
+        if self._metric_override is not None:
+            return super().process_results(doc, results[:n_options])
         loglikelihoods = [ll for ll, _is_greedy in results]
         conditional, domain = loglikelihoods[:n_options], loglikelihoods[n_options:]
         # The task's own metrics (acc_norm, brier_score, ...) from lm-eval's code, on the

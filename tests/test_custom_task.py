@@ -201,6 +201,5 @@ def test_domain_premise_rendering_empty_is_refused(tmp_path):
         domain_premise: "{{ '' if label == 1 else 'Answer:' }}"
     """)
     write_tasks(tmp_path, {"quiz_bad": bad})
-    task = load(tmp_path, "quiz_bad")
-    with pytest.raises(DCPMIConfigError, match=r"renders empty"):
-        task.build_all_requests(limit=3, rank=0, world_size=1)
+    with pytest.raises(DCPMIConfigError, match=r"renders empty"):  # when the task is built
+        load(tmp_path, "quiz_bad")

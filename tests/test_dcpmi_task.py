@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datasets
 import pytest
-from conftest import load_task
+from conftest import embedded_model_args, load_task
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
@@ -17,14 +17,17 @@ DOCS = [
 ]
 
 
-def tiny_dataset(**_metadata):
-    return datasets.DatasetDict({"test": datasets.Dataset.from_list(DOCS)})
+def tiny_dataset(docs=None):
+    def load(**_metadata):
+        return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs or DOCS)})
+
+    return load
 
 
-def make_task(**overrides) -> DCPMITask:
+def make_task(docs=None, **overrides) -> DCPMITask:
     config = {
         "task": "tiny_dcpmi",
-        "custom_dataset": tiny_dataset,
+        "custom_dataset": tiny_dataset(docs),
         "test_split": "test",
         "output_type": "multiple_choice",
         "doc_to_text": "{{question}}",
@@ -144,19 +147,18 @@ def test_output_type_other_than_multiple_choice_is_refused():
         make_task(output_type="loglikelihood")
 
 
-def test_domain_premise_rendering_empty_for_one_document_stops_the_build():
-    task = make_task(domain_premise="{{ '' if question == 'The sky is' else 'A:' }}")
+def test_domain_premise_rendering_empty_for_one_document_stops_the_task_build():
     with pytest.raises(DCPMIConfigError, match=r"tiny_dcpmi .*document 1: .*renders empty"):
-        task.build_all_requests(limit=2)
+        make_task(domain_premise="{{ '' if question == 'The sky is' else 'A:' }}")
 
 
-def test_target_outside_the_options_stops_the_build_naming_the_document():
-    # (lm-eval itself checks only the first document; a later bad one must not pass silently)
-    task = make_task(doc_to_target="{{ 5 if question == 'The sky is' else 0 }}")
+def test_target_outside_the_options_stops_the_task_build_naming_the_document():
+    # (lm-eval itself checks only the first document; a later bad one must not pass
+    # silently, and must stop the run when the task is built, before any request)
     with pytest.raises(
         DCPMIConfigError, match=r"tiny_dcpmi .*document 1: target 5 .*not an option index in 0..1"
     ):
-        task.build_all_requests(limit=2)
+        make_task(doc_to_target="{{ 5 if question == 'The sky is' else 0 }}")
 
 
 def test_identical_domain_requests_cost_one_forward_row(hf_lm, monkeypatch):
@@ -195,3 +197,110 @@ def test_documents_without_finite_scores_are_counted_wrong_with_one_warning(capl
     assert task.aggregation()["unranked"]([first["unranked"], second["unranked"]]) == 2.0
     warnings = [r.getMessage() for r in caplog.records if "no finite score" in r.getMessage()]
     assert len(warnings) == 1 and "tiny_dcpmi" in warnings[0]
+
+
+# ------------------------------------------- every document checked when the task is built
+
+
+def test_a_premise_field_the_document_lacks_is_named_when_the_task_is_built():
+    # lm-eval's Jinja environment is strict: an undefined field raises, it never renders ''
+    with pytest.raises(DCPMIConfigError) as raised:
+        make_task(domain_premise="{{ topic }} Answer:")
+    message = str(raised.value)
+    assert message.startswith("task tiny_dcpmi (its YAML), document 0: the domain premise")
+    assert "'{{ topic }} Answer:' uses a field the document lacks: 'topic' is undefined" in message
+    assert "the document's fields: gold, options, question" in message
+
+
+def test_a_premise_that_is_not_a_jinja_template_is_refused_naming_the_task():
+    with pytest.raises(
+        DCPMIConfigError,
+        match=r"task tiny_dcpmi \(its YAML\): the domain premise '\{\{ topic ' is not a valid "
+        r"Jinja template",
+    ):
+        make_task(domain_premise="{{ topic ")
+
+
+def test_a_template_failing_on_a_later_document_is_named_when_the_task_is_built():
+    # lm-eval tries its templates on the first document only
+    with pytest.raises(
+        DCPMIConfigError,
+        match=r"tiny_dcpmi \(its YAML\), document 1: doc_to_target uses a field the document "
+        r"lacks: 'missing' is undefined",
+    ):
+        make_task(doc_to_target="{{ gold if question == 'Two plus two is' else missing }}")
+
+
+def test_duplicate_and_single_options_warn_once_per_task_naming_the_first_document(caplog):
+    docs = [
+        *DOCS,
+        {"question": "Red is a", "options": ["colour", "colour", "sound"], "gold": 1},
+        {"question": "Blue is a", "options": ["colour"], "gold": 0},
+        {"question": "Green is a", "options": ["sound", "sound"], "gold": 0},
+        {"question": "Cyan is a", "options": ["hue"], "gold": 0},
+    ]
+    with caplog.at_level("WARNING", logger="lm_eval_dcpmi"):
+        make_task(docs=docs)
+    messages = [r.getMessage() for r in caplog.records]
+    duplicates = [m for m in messages if "duplicate options" in m]
+    single = [m for m in messages if "a single option" in m]
+    assert len(duplicates) == len(single) == 1
+    assert duplicates[0].startswith("tiny_dcpmi (its YAML): 2 documents have duplicate options")
+    assert "(first: document 2, 'colour' twice)" in duplicates[0]
+    assert "lowest-index tie rule" in duplicates[0]
+    assert single[0].startswith("tiny_dcpmi (its YAML): 2 documents have a single option")
+    assert "(first: document 3)" in single[0]
+
+
+def test_the_task_version_carries_the_domain_premise():
+    # lm-eval's task_hashes hash the first request only; the version tells the premises apart
+    first, again, other = make_task(), make_task(), make_task(domain_premise=" So:")
+    assert first.VERSION == again.VERSION
+    assert first.VERSION.startswith("1+premise.") and len(first.VERSION) == len("1+premise.") + 8
+    assert other.VERSION != first.VERSION and other.VERSION.startswith("1+premise.")
+    assert first.config.metadata["version"] == 1  # the YAML's own number is kept
+
+
+# ------------------------------------------------------------- options and the window
+
+
+def cats(n: int) -> str:
+    return " ".join(["cat"] * n)  # ' cat' is one token each for SmolLM2
+
+
+def window_task(option: str, window: int = 8) -> DCPMITask:
+    docs = [{"question": "Two plus two is", "options": ["four", option], "gold": 0}]
+    metadata = {"version": 1, **embedded_model_args(), "max_length": window}
+    return make_task(docs=docs, metadata=metadata)
+
+
+def test_an_option_of_exactly_the_window_passes_one_token_more_is_refused(hf_lm, monkeypatch):
+    window, context = 8, "Two plus two is"
+    assert len(hf_lm._encode_pair(context, " " + cats(window))[1]) == window
+    # lm-eval's own condition (HFLM._loglikelihood_tokens): continuation <= max_length
+    monkeypatch.setattr(hf_lm, "_max_length", window)
+    request = Instance("loglikelihood", {}, (context, " " + cats(window)), 0)
+    assert hf_lm.loglikelihood([request])[0][0] < 0
+    over = Instance("loglikelihood", {}, (context, " " + cats(window + 1)), 0)
+    with pytest.raises(AssertionError):  # lm-eval's bare assert, after the model loaded
+        hf_lm.loglikelihood([over])
+
+    window_task(cats(window)).build_all_requests()
+    task = window_task(cats(window + 1))  # within the early check's margin: exact at build
+    with pytest.raises(DCPMIConfigError) as raised:
+        task.build_all_requests()
+    message = str(raised.value)
+    assert message.startswith("task tiny_dcpmi (its YAML), document 0: option 1 (' cat cat")
+    assert (
+        "is 9 tokens long in its conditional request, more than the model's window of 8 tokens"
+        in message
+    )
+    assert "raise max_length in --model_args" in message
+
+
+def test_an_option_far_longer_than_the_window_stops_the_task_build():
+    with pytest.raises(DCPMIConfigError) as raised:
+        window_task(cats(40))
+    message = str(raised.value)
+    assert message.startswith("task tiny_dcpmi (its YAML), document 0: option 1 (' cat cat")
+    assert "is 40 tokens long on its own, more than the model's window of 8 tokens" in message

@@ -136,7 +136,13 @@ def test_cached_requests_give_the_same_metrics_and_token_counts(hf_lm, request_c
     assert not [r for r in caplog.records if r.name.startswith("lm_eval_dcpmi")]
 
 
-def write_quiz_task(folder: Path, domain_premise: str, targets=(0, 1, 0)) -> None:
+def write_quiz_task(
+    folder: Path,
+    domain_premise: str,
+    targets=(0, 1, 0),
+    doc_to_text: str = "Question: {{q}}\nAnswer:",
+    target_delimiter: str = " ",
+) -> Path:
     questions = [("Two plus two is", ["four", "five"]), ("The sky is", ["green", "blue"])]
     questions.append(("Ice is", ["cold", "hot"]))
     rows = [
@@ -144,7 +150,8 @@ def write_quiz_task(folder: Path, domain_premise: str, targets=(0, 1, 0)) -> Non
         for (q, options), gold in zip(questions, targets, strict=True)
     ]
     (folder / "quiz.jsonl").write_text("\n".join(rows) + "\n")
-    (folder / "quiz_dcpmi.yaml").write_text(
+    yaml = folder / "quiz_dcpmi.yaml"
+    yaml.write_text(
         textwrap.dedent(
             f"""\
             task: quiz_dcpmi
@@ -154,30 +161,86 @@ def write_quiz_task(folder: Path, domain_premise: str, targets=(0, 1, 0)) -> Non
               data_files: {{test: {folder / "quiz.jsonl"}}}
             test_split: test
             output_type: multiple_choice
-            doc_to_text: "Question: {{{{q}}}}\\nAnswer:"
+            doc_to_text: {json.dumps(doc_to_text)}
             doc_to_choice: "{{{{options}}}}"
             doc_to_target: gold
+            target_delimiter: {json.dumps(target_delimiter)}
             domain_premise: {json.dumps(domain_premise)}
+            metadata:
+              version: 1.0
             """
         )
     )
+    return yaml
 
 
-def test_a_cached_request_with_another_domain_premise_is_detected(tmp_path, request_cache):
-    write_quiz_task(tmp_path, "\nAnswer:")
-    manager = TaskManager(include_path=str(tmp_path), metadata=embedded_model_args())
-    load_task(manager, "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
+def quiz_manager(folder: Path) -> TaskManager:
+    return TaskManager(include_path=str(folder), metadata=embedded_model_args())
 
-    write_quiz_task(tmp_path, "\nThe answer is:")  # the YAML changes, the cache key does not
-    manager = TaskManager(include_path=str(tmp_path), metadata=embedded_model_args())
-    with pytest.raises(
-        DCPMIConfigError, match=r"quiz_dcpmi .*stale requests.*--cache_requests refresh"
-    ):
-        load_task(manager, "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("\nAnswer:", "\nThe answer is:"),
+        ("\nAnswer:", "Answer:"),  # the new premise occurs inside the old context
+        ("The answer is:", "answer is:"),
+    ],
+)
+def test_a_cached_request_with_another_domain_premise_is_detected(
+    tmp_path, request_cache, old, new
+):
+    write_quiz_task(tmp_path, old)
+    load_task(quiz_manager(tmp_path), "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
+
+    write_quiz_task(tmp_path, new)  # the YAML changes, the cache key does not
+    with pytest.raises(DCPMIConfigError) as raised:
+        task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+        task.build_all_requests(limit=2, cache_requests=True)
+    message = str(raised.value)
+    assert message.startswith(f"task quiz_dcpmi ({tmp_path / 'quiz_dcpmi.yaml'}), document 0: ")
+    assert f"the cached domain request's context {old!r} differs from the one the task " in message
+    assert f"builds now, {new!r}: lm-eval read stale requests from its request cache" in message
+    assert message.endswith("Rerun once with `--cache_requests refresh`.")
     # refreshing the cache, as the message says, rebuilds them
-    task = load_task(manager, "quiz_dcpmi")
+    task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
     task.build_all_requests(limit=2, cache_requests=True, rewrite_requests_cache=True)
-    assert task.instances[2].arguments[0] == "\nThe answer is:"
+    assert task.instances[2].arguments[0] == new
+
+
+@pytest.mark.parametrize(
+    ("change", "part", "was", "now"),
+    [
+        ({"doc_to_text": "Q: {{q}}\nAnswer:"}, "context", "Question: Two", "Q: Two"),
+        ({"target_delimiter": "  "}, "continuation", "' four'", "'  four'"),
+    ],
+)
+def test_a_cached_conditional_request_that_differs_is_detected(
+    tmp_path, request_cache, change, part, was, now
+):
+    write_quiz_task(tmp_path, "\nAnswer:")
+    load_task(quiz_manager(tmp_path), "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
+    write_quiz_task(tmp_path, "\nAnswer:", **change)
+    task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+    with pytest.raises(DCPMIConfigError) as raised:
+        task.build_all_requests(limit=2, cache_requests=True)
+    message = str(raised.value)
+    assert "document 0: the cached conditional request's " + part in message
+    assert was in message and now in message
+    assert message.endswith("Rerun once with `--cache_requests refresh`.")
+
+
+def test_cached_requests_of_other_documents_than_the_run_evaluates_are_refused(
+    tmp_path, request_cache
+):
+    # lm-eval's cache ignores --samples: it would hand document 0's requests to document 2
+    write_quiz_task(tmp_path, "\nAnswer:")
+    load_task(quiz_manager(tmp_path), "quiz_dcpmi").build_all_requests(cache_requests=True)
+    task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+    with pytest.raises(DCPMIConfigError) as raised:
+        task.build_all_requests(samples=[2], cache_requests=True)
+    message = str(raised.value)
+    assert "the request cache holds requests for 3 documents, this run evaluates 1" in message
+    assert message.endswith("Rerun once with `--cache_requests refresh`.")
 
 
 # --------------------------------------------------- bad input stops before the model
@@ -187,13 +250,28 @@ def test_a_bad_target_stops_the_run_before_the_model_is_called(tmp_path, hf_lm, 
     write_quiz_task(tmp_path, "\nAnswer:", targets=(0, 1, 7))
     calls = []
     monkeypatch.setattr(hf_lm, "_model_call", lambda *a, **k: calls.append(a))
-    manager = TaskManager(include_path=str(tmp_path), metadata=embedded_model_args())
     with pytest.raises(DCPMIConfigError) as raised:
-        evaluate(hf_lm, ["quiz_dcpmi"], task_manager=manager)
+        evaluate(hf_lm, ["quiz_dcpmi"], task_manager=quiz_manager(tmp_path))
     message = str(raised.value)
     assert "quiz_dcpmi" in message and str(tmp_path / "quiz_dcpmi.yaml") in message
     assert "document 2: target 7 is not an option index in 0..1" in message
     assert calls == []
+
+
+def test_per_document_faults_stop_the_task_load_naming_yaml_document_and_field(tmp_path):
+    # TaskManager.load builds the task: `dcpmi run` does that before it loads the model
+    yaml = write_quiz_task(tmp_path, "\nAnswer:", targets=(0, 1, 7))
+    with pytest.raises(DCPMIConfigError) as raised:
+        load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+    assert str(raised.value).startswith(f"task quiz_dcpmi ({yaml}), document 2: target 7 ")
+
+    write_quiz_task(tmp_path, "{{ topic }} Answer:")
+    with pytest.raises(DCPMIConfigError) as raised:
+        load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+    message = str(raised.value)
+    assert message.startswith(f"task quiz_dcpmi ({yaml}), document 0: the domain premise")
+    assert "uses a field the document lacks: 'topic' is undefined" in message
+    assert "the document's fields: gold, options, q" in message
 
 
 def test_a_tokenizer_that_cannot_be_loaded_stops_the_build(task_manager, tmp_path):
@@ -281,3 +359,43 @@ def test_use_cache_resumes_an_interrupted_run_with_the_same_metrics(hf_lm, tmp_p
     monkeypatch.setattr(hf_lm, "_model_call", model_call)
     uninterrupted = evaluate(hf_lm, ["dcpmi_copa"], limit=4)
     assert metrics_of(resumed, "dcpmi_copa") == metrics_of(uninterrupted, "dcpmi_copa")
+
+
+# ------------------------------------------------------------- predict only, identity
+
+
+def test_predict_only_logs_both_requests_and_reports_no_metrics(hf_lm):
+    # lm-eval's --predict_only: simple_evaluate calls task.override_metric("bypass")
+    results = evaluate(hf_lm, ["dcpmi_copa"], limit=3, predict_only=True)
+    row = results["results"]["dcpmi_copa"]
+    assert not [key for key in row if key.split(",")[0] in (*ACCURACIES, *COUNTS)]
+    samples = results["samples"]["dcpmi_copa"]
+    assert len(samples) == 3
+    for sample in samples:
+        assert sample["metrics"] == []
+        assert len(sample["resps"]) == 4  # two options: conditional and domain requests
+        assert all(math.isfinite(float(resp[0][0])) for resp in sample["resps"])
+        assert {context for context, _ in pairs_of(sample)[2:]} <= {" because", " so"}
+
+
+def test_editing_the_domain_premise_changes_the_recorded_task_identity(hf_lm, tmp_path):
+    from lm_eval.loggers import EvaluationTracker
+
+    recorded = []
+    for number, premise in enumerate(["\nAnswer:", "Answer:"]):
+        folder = tmp_path / f"run{number}"
+        folder.mkdir()
+        write_quiz_task(folder, premise)
+        results = evaluate(hf_lm, ["quiz_dcpmi"], task_manager=quiz_manager(folder), limit=2)
+        samples = results.pop("samples")
+        tracker = EvaluationTracker(output_path=str(folder / "out"))
+        tracker.save_results_aggregated(results=results, samples=samples)
+        (path,) = (folder / "out").rglob("results_*.json")
+        recorded.append(json.loads(path.read_text()))
+    first, second = recorded
+    assert first["configs"]["quiz_dcpmi"]["metadata"]["domain_premise"] == "\nAnswer:"
+    assert second["configs"]["quiz_dcpmi"]["metadata"]["domain_premise"] == "Answer:"
+    assert first["versions"]["quiz_dcpmi"].startswith("1.0+premise.")
+    assert first["versions"]["quiz_dcpmi"] != second["versions"]["quiz_dcpmi"]
+    # lm-eval's task hash covers the first (conditional) request only: blind to the premise
+    assert first["task_hashes"]["quiz_dcpmi"] == second["task_hashes"]["quiz_dcpmi"]

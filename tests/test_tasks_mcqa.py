@@ -391,6 +391,14 @@ def test_race_question_starting_with_blank(tasks):
     assert doc["gold"] == 1
 
 
+@pytest.mark.parametrize("name", ["dcpmi_race_m", "dcpmi_race_h"])
+def test_race_version_2_since_its_domain_requests_end_in_the_premises_whitespace(tasks, name):
+    # 0.1.0 scored the 52 questions whose premise ends in '\n ' after '?' under version 1.0
+    task = tasks(name)
+    assert task.config.metadata["version"] == 2.0
+    assert task.VERSION.startswith("2.0+premise.")
+
+
 def test_arc_numeric_labels_and_other_option_counts(tasks):
     task = tasks("dcpmi_arc_easy")
     numeric = task.eval_docs[14]  # labels 1-4, answerKey "2"

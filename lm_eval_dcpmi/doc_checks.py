@@ -1,0 +1,295 @@
+"""Per-document checks of a DC-PMI task: every fault named before the model scores anything.
+
+When the task is built (``check_documents``, called by ``DCPMITask.__init__``), every
+document of its evaluation split: options, target, rendered domain premise, templates
+that fail on a later document, degenerate options (a warning), and options far longer
+than the model's window. When the requests are built: each request's exact token counts
+(``check_token_counts``) and, when lm-eval read the requests from its request cache, that
+they are the very requests the task builds now (``check_cached_requests``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jinja2
+from lm_eval import utils as lm_utils
+from lm_eval.api.instance import Instance
+
+from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
+from lm_eval_dcpmi.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+# The check at task build counts an option's tokens on its own, without the context: a
+# context boundary can merge a token or two into the option's first one, so only an
+# option this far over the window is refused then; the requests' exact counts decide
+# the rest when they are built.
+WINDOW_MARGIN = 8
+
+STALE_CACHE = (
+    "lm-eval read stale requests from its request cache (its key ignores the task's config, "
+    "the data and --samples). Rerun once with `--cache_requests refresh`."
+)
+
+
+def fault(task: Any, doc: Any, doc_id: int | None, message: str) -> DCPMIConfigError:
+    """A one-line error naming the task, its YAML and the document."""
+    where = f"document {doc_id}" if doc_id is not None else "a document"
+    if isinstance(doc, dict) and doc.get("source"):
+        where += f" ({doc['source']})"
+    return DCPMIConfigError(f"task {task.config.task} ({task._source}), {where}: {message}")
+
+
+def compile_premise(template: str, task_name: str, source: str) -> jinja2.Template:
+    """The domain premise compiled once in lm-eval's Jinja environment (``apply_template``
+    compiles it for every document; rendering the compiled one gives the same text)."""
+    try:
+        return lm_utils.env.from_string(template)
+    except jinja2.TemplateError as err:
+        raise DCPMIConfigError(
+            f"task {task_name} ({source}): the domain premise {template!r} is not a valid "
+            f"Jinja template ({err}); fix its `domain_premise:` line."
+        ) from err
+
+
+def rendered(
+    task: Any, what: str, render: Callable[[Any], Any], doc: Any, doc_id: int | None
+) -> Any:
+    """``render(doc)``, with a failure of a template or function named for the document."""
+    try:
+        return render(doc)
+    except DCPMIError:
+        raise
+    except jinja2.UndefinedError as err:  # lm-eval's environment is StrictUndefined
+        fields = ", ".join(sorted(doc)) if isinstance(doc, dict) else type(doc).__name__
+        raise fault(
+            task,
+            doc,
+            doc_id,
+            f"{what} uses a field the document lacks: {err}; the document's fields: {fields}. "
+            "Fix the template in the task's YAML, or the data.",
+        ) from err
+    except Exception as err:  # a user's template or !function: any error is theirs to fix
+        raise fault(task, doc, doc_id, f"{what} failed: {type(err).__name__}: {err}.") from err
+
+
+def options(task: Any, doc: Any, doc_id: int) -> list[str]:
+    """The document's options, each a non-empty string."""
+    choices = rendered(task, "doc_to_choice", task.doc_to_choice, doc, doc_id)
+    if not isinstance(choices, list) or not choices:
+        raise fault(task, doc, doc_id, f"doc_to_choice gave {choices!r}, no options.")
+    for number, choice in enumerate(choices):
+        if not isinstance(choice, str) or not choice:
+            raise fault(task, doc, doc_id, f"option {number} is empty: {choices!r}.")
+    return choices
+
+
+def gold_index(task: Any, doc: Any, doc_id: int, choices: list[str]) -> int:
+    """The gold option's index (one option: several gold options are not supported)."""
+    # Several inputs (Winogrande form): doc_to_text gives the gold option's index.
+    field = "doc_to_text" if task.multiple_input else "doc_to_target"
+    gold = rendered(task, field, getattr(task, field), doc, doc_id)
+    if isinstance(gold, str) and not task.multiple_input:
+        if gold not in choices:
+            raise fault(task, doc, doc_id, f"target {gold!r} is not among the options {choices}.")
+        gold = choices.index(gold)
+    if isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < len(choices):
+        raise fault(
+            task,
+            doc,
+            doc_id,
+            f"target {gold!r} is not an option index in 0..{len(choices) - 1}; {field} must "
+            "give one option (several gold options are not supported).",
+        )
+    return gold
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _first(docs: list[tuple[int, Any, str]]) -> str:
+    doc_id, doc, detail = docs[0]
+    source = f" ({doc['source']})" if isinstance(doc, dict) and doc.get("source") else ""
+    return f"first: document {doc_id}{source}{detail}"
+
+
+def _documents(n: int) -> str:
+    return "1 document has" if n == 1 else f"{n} documents have"
+
+
+def check_documents(task: Any, counter: TokenCounter | None) -> None:
+    """Every document of the task's evaluation split, when the task is built."""
+    duplicated: list[tuple[int, Any, str]] = []
+    single: list[tuple[int, Any, str]] = []
+    # (doc_id, doc, option, continuation) of continuations longer than the window in UTF-8
+    # bytes: no tokenizer makes more tokens than bytes (byte-level BPE, byte fallback), so
+    # only these are counted; none, for most tasks and models.
+    long: list[tuple[int, Any, int, str]] = []
+    window = counter.max_length if counter is not None else None
+    delimiter = task.config.target_delimiter
+    for doc_id, doc in enumerate(task.eval_docs):
+        choices = options(task, doc, doc_id)
+        gold_index(task, doc, doc_id, choices)
+        task.domain_premise(doc, doc_id)
+        if len(choices) == 1:
+            single.append((doc_id, doc, ""))
+        elif len(set(choices)) < len(choices):
+            twice = next(c for c in choices if choices.count(c) > 1)
+            times = "twice" if choices.count(twice) == 2 else f"{choices.count(twice)} times"
+            duplicated.append((doc_id, doc, f", {twice!r} {times}"))
+        if window is None:
+            continue
+        if task.multiple_input:  # the options are contexts; the target is the continuation
+            target = rendered(task, "doc_to_target", task.doc_to_target, doc, doc_id)
+            continuations = {-1: f"{delimiter}{target}"}
+        else:
+            continuations = {k: f"{delimiter}{choice}" for k, choice in enumerate(choices)}
+        long += [(doc_id, doc, k, t) for k, t in continuations.items() if len(t.encode()) > window]
+    name = f"{task.config.task} ({task._source})"
+    if duplicated:
+        log.warning(
+            "%s: %s duplicate options (%s); identical options score alike and the "
+            "lowest-index tie rule picks the first copy, so a copy of the gold option wins or "
+            "loses for free. Check the data or doc_to_choice.",
+            name,
+            _documents(len(duplicated)),
+            _first(duplicated),
+        )
+    if single:
+        log.warning(
+            "%s: %s a single option (%s); every method counts them correct. Check the data or "
+            "doc_to_choice.",
+            name,
+            _documents(len(single)),
+            _first(single),
+        )
+    if counter is not None and long:
+        _check_option_lengths(task, counter, long)
+
+
+def _check_option_lengths(
+    task: Any, counter: TokenCounter, long: list[tuple[int, Any, int, str]]
+) -> None:
+    texts = list(dict.fromkeys(text for *_, text in long))
+    lengths = dict(zip(texts, _n_tokens(counter, texts), strict=True))
+    limit = counter.max_length + WINDOW_MARGIN
+    for doc_id, doc, number, text in long:
+        if lengths[text] > limit:
+            what = f"option {number}" if number >= 0 else "the continuation"
+            raise fault(
+                task,
+                doc,
+                doc_id,
+                f"{what} ({_shown(text)}) is {lengths[text]} tokens long on its own, more than "
+                f"the model's window of {counter.max_length} tokens: lm-eval cannot score it. "
+                "Shorten it, or raise max_length in --model_args if the model allows.",
+            )
+
+
+def _n_tokens(counter: TokenCounter, texts: list[str]) -> list[int]:
+    encoded = counter.tokenizer(texts, add_special_tokens=False)["input_ids"]  # one batch
+    return [len(ids) for ids in encoded]
+
+
+def check_token_counts(
+    task: Any,
+    doc: Any,
+    doc_id: int,
+    requests: Sequence[Instance],
+    counts: Sequence[tuple[int, int]],
+    max_length: int,
+) -> None:
+    """What lm-eval's HF models assert of every request (``HFLM._loglikelihood_tokens``):
+    a context and a continuation of at least one token, a continuation of at most
+    ``max_length`` tokens, counted as ``TemplateLM._encode_pair`` splits the pair."""
+    n_options = len(requests) // 2
+    for number, (request, (n_context, n_continuation)) in enumerate(
+        zip(requests, counts, strict=True)
+    ):
+        kind = "conditional" if number < n_options else "domain"
+        context, continuation = request.arguments[:2]
+        option = f"option {number % n_options} ({_shown(continuation)})"
+        if n_continuation > max_length:
+            problem = (
+                f"is {n_continuation} tokens long in its {kind} request, more than the model's "
+                f"window of {max_length} tokens: lm-eval cannot score it. Shorten it, or raise "
+                "max_length in --model_args if the model allows."
+            )
+        elif n_continuation < 1:
+            problem = f"has no tokens in its {kind} request, after {_shown(context[-60:])}."
+        elif n_context < 1:
+            problem = (
+                f"follows a {kind} context without tokens ({_shown(context)}, once its trailing "
+                "whitespace moves to the option): give the premise some text."
+            )
+        else:
+            continue
+        raise fault(task, doc, doc_id, f"{option} {problem}")
+
+
+def _by_doc(instances: Sequence[Instance]) -> dict[int, list[Instance]]:
+    grouped: dict[int, list[Instance]] = {}
+    for instance in instances:
+        grouped.setdefault(instance.doc_id, []).append(instance)
+    for group in grouped.values():
+        group.sort(key=lambda instance: instance.idx)
+    return grouped
+
+
+def _doc_key(doc: Any) -> str:
+    return json.dumps(doc, sort_keys=True, default=str)
+
+
+def _around_difference(text: str, other: str, limit: int = 80) -> str:
+    """``text`` shown whole when short, else around its first difference from ``other``."""
+    if len(text) <= limit:
+        return repr(text)
+    pairs = enumerate(zip(text, other, strict=False))
+    start = max(0, next((i for i, (a, b) in pairs if a != b), len(other)) - limit // 3)
+    shown = text[start : start + limit]
+    return ("..." if start else "") + repr(shown) + ("..." if start + limit < len(text) else "")
+
+
+def check_cached_requests(task: Any, cached: Sequence[Instance], built: Sequence[Instance]) -> None:
+    """The requests lm-eval read from its cache must equal, string for string, those the
+    task builds now: the cache's key is the task's name, shots and template flags only."""
+    old, new = _by_doc(cached), _by_doc(built)
+    if sorted(old) != sorted(new):
+        raise DCPMIConfigError(
+            f"task {task.config.task} ({task._source}): the request cache holds requests for "
+            f"{len(old)} documents, this run evaluates {len(new)}: {STALE_CACHE}"
+        )
+    for doc_id in sorted(new):
+        doc = new[doc_id][0].doc
+        if _doc_key(old[doc_id][0].doc) != _doc_key(doc):
+            raise fault(
+                task, doc, doc_id, f"the cached requests are another document's: {STALE_CACHE}"
+            )
+        if len(old[doc_id]) != len(new[doc_id]):
+            raise fault(
+                task,
+                doc,
+                doc_id,
+                f"the cache holds {len(old[doc_id])} requests, the task builds "
+                f"{len(new[doc_id])} now: {STALE_CACHE}",
+            )
+        n_options = len(new[doc_id]) // 2
+        for number, (was, now) in enumerate(zip(old[doc_id], new[doc_id], strict=True)):
+            kind = "conditional" if number < n_options else "domain"
+            for part, a, b in zip(
+                ("context", "continuation"), was.arguments[:2], now.arguments[:2], strict=True
+            ):
+                if a != b:
+                    raise fault(
+                        task,
+                        doc,
+                        doc_id,
+                        f"the cached {kind} request's {part} {_around_difference(a, b)} differs "
+                        f"from the one the task builds now, {_around_difference(b, a)}: "
+                        + STALE_CACHE,
+                    )
