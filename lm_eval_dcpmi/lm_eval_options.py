@@ -71,6 +71,8 @@ class GivenOptions:
 
 def read(argv: Sequence[str]) -> GivenOptions:
     """The options ``argv`` (``['run', ...]``) sets, read by lm-eval's parser and config."""
+    if len(argv) < 2:  # `lm_eval run` alone prints its help; `dcpmi run` alone runs
+        return GivenOptions(frozenset(), False, [], None)
     namespace = parse_namespace(argv)
     names = {key for key, value in vars(namespace).items() if value is not None}
     names -= {"command", "func"}

@@ -56,6 +56,13 @@ def test_samples_without_tasks_runs_the_tasks_it_names(tmp_path):
     assert lm_eval_tasks(explicit) == ["dcpmi_rte"]  # the user's --tasks stay
 
 
+def test_dcpmi_run_alone_runs_the_dcpmi_group_on_the_embedded_model():
+    argv = cli.lm_eval_argv([])
+    settings = lm_eval_options.config(argv[1:])
+    assert (settings.model, settings.tasks, settings.batch_size) == ("hf", ["dcpmi"], "8")
+    assert settings.model_args == embedded_model_args()
+
+
 def test_config_yaml_settings_are_not_overridden_by_defaults(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"tasks": ["dcpmi_copa"], "batch_size": 2, "device": "x"}))
@@ -238,7 +245,7 @@ def test_sigterm_removes_the_temporary_folder(tmp_path, delay):
     _out, err = process.communicate(timeout=120)
     assert process.returncode == 143, err[-3000:]
     assert err.endswith("dcpmi: stopped by SIGTERM; temporary files removed.\n")
-    assert list(scratch.iterdir()) == []
+    assert list(scratch.glob("dcpmi_*")) == []
 
 
 @pytest.mark.slow
@@ -249,4 +256,4 @@ def test_table_without_output_path_leaves_nothing_behind(tmp_path):
     assert any(
         line.startswith("| dcpmi_copa | 2 / 500 |") for line in completed.stdout.splitlines()
     )
-    assert list(tmp_path.iterdir()) == []
+    assert list(tmp_path.glob("dcpmi_*")) == []  # (torch keeps its torchinductor_* there)
