@@ -42,8 +42,22 @@ def parse_namespace(argv: Sequence[str]) -> argparse.Namespace:
     sys.argv = ["lm_eval", *argv]
     try:
         return HarnessCLI().parse_args()
+    except ValueError as err:  # e.g. bad JSON in --model_args or --metadata: a traceback
+        raise DCPMIError(f"lm-eval: {err}{_first_json_error(argv)}") from None
     finally:
         sys.argv = saved
+
+
+def _first_json_error(argv: Sequence[str]) -> str:
+    """Where the first argument that looks like a JSON object stops being JSON."""
+    for value in argv:
+        text = value.partition("=")[2] if value.startswith("-") else value
+        if text.lstrip().startswith("{"):
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as err:
+                return f" ({err.msg} at column {err.colno} of {text!r})"
+    return ""
 
 
 @contextlib.contextmanager

@@ -179,6 +179,15 @@ def test_check_base_tasks_never_suggests_the_variant():
     assert "arc_esy_dcpmi" not in str(caught.value)
 
 
+def test_bad_json_in_model_args_is_one_line_with_its_position():
+    with pytest.raises(DCPMIError) as caught:
+        cli.lm_eval_argv(["--metadata", '{"a": 1,}', "--tasks", "dcpmi_copa"])
+    assert str(caught.value) == (
+        'lm-eval: Invalid JSON: {"a": 1,}. Hint: Use double quotes for JSON strings. '
+        "(Expecting property name enclosed in double quotes at column 9 of '{\"a\": 1,}')"
+    )
+
+
 def test_lm_evals_option_errors_are_one_line(capsys, scratch):
     status, err = run_in_process(capsys, "--tasks", "dcpmi_copa", "--log_samples")
     assert (status, err) == (
