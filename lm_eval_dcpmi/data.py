@@ -28,6 +28,7 @@ import datasets
 
 from lm_eval_dcpmi import records
 from lm_eval_dcpmi.errors import DataError
+from lm_eval_dcpmi.text_files import declares_utf8, is_utf8, json_error, not_utf8_message, reading
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,24 @@ UPSTREAM: dict[str, tuple[str, str | None]] = {
 }
 
 
-def locate(file: str, data_dir: str | os.PathLike | None = None) -> Path:
-    """Path of ``file`` (relative to the data folder), downloading it if needed."""
+def locate(file: str, data_dir: str | os.PathLike | None = None, *, folder: bool = False) -> Path:
+    """Path of ``file`` (relative to the data folder), downloading it if needed; a file,
+    or with ``folder`` a folder (else ``DataError``)."""
+    path = _find(file, data_dir)
+    if folder and not path.is_dir():
+        raise DataError(
+            f"{path} is a file, but {file} must be a folder (of RACE's *.txt article files, "
+            "one JSON article each); point the data folder at the unpacked dataset."
+        )
+    if not folder and path.is_dir():
+        raise DataError(
+            f"{path} is a folder, but {file} must be a file; put the file itself there "
+            "(see the README's task table)."
+        )
+    return path
+
+
+def _find(file: str, data_dir: str | os.PathLike | None) -> Path:
     root = data_dir or os.environ.get(DATA_DIR_ENV)
     if root:
         root = Path(root)
@@ -161,10 +178,16 @@ def xml_items(file: str, record: str | None = None, data_dir: str | None = None,
     """XML with one ``<item>`` per record (COPA): attributes plus child-element texts."""
     path = locate(file, data_dir)
     try:
-        root = ET.parse(path).getroot()
+        with reading(path, file):
+            root = ET.parse(path).getroot()
     except ET.ParseError as err:
+        if declares_utf8(path) and not is_utf8(path):
+            raise DataError(not_utf8_message(path, file)) from None
+        line, column = err.position
+        what = str(err).rsplit(": line ", 1)[0]  # expat's message ends with the position
         raise DataError(
-            f"{file}: not well-formed XML ({err}); fix the file or fetch it again."
+            f"{file}:{line}: not well-formed XML at column {column} ({what}); fix the file "
+            "or fetch it again."
         ) from None
     rows = []
     for number, item in enumerate(root.iter("item"), start=1):
@@ -188,7 +211,8 @@ def csv_rows(file: str, record: str | None = None, data_dir: str | None = None, 
 
 def _delimited(file: str, delimiter: str, record: str | None, data_dir: str | None):
     path = locate(file, data_dir)
-    with open(path, newline="", encoding="utf-8") as handle:
+    # utf-8-sig: a byte-order mark before the header is not part of the first field's name.
+    with reading(path, file), open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle, delimiter=delimiter)
         rows = []
         for row in reader:
@@ -206,14 +230,14 @@ def jsonl(file: str, record: str | None = None, data_dir: str | None = None, **_
     """One JSON object per line (HellaSwag, ARC, OpenBookQA, CommonsenseQA, BoolQ, RTE, CB)."""
     path = locate(file, data_dir)
     rows = []
-    with open(path, encoding="utf-8") as handle:
+    with reading(path, file), open(path, encoding="utf-8-sig") as handle:
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as err:
-                raise DataError(f"{file}:{line_number}: not valid JSON ({err.msg}).") from None
+                raise json_error(file, err, line_number) from None
             if not isinstance(row, dict):
                 raise DataError(f"{file}:{line_number}: expected a JSON object per line.")
             rows.append({**row, "source": f"{file}:{line_number}"})
@@ -227,7 +251,7 @@ def labelled_lines(file: str, record: str | None = None, data_dir: str | None = 
     """
     path = locate(file, data_dir)
     rows = []
-    with open(path, encoding="utf-8") as handle:
+    with reading(path, file), open(path, encoding="utf-8-sig") as handle:
         for line_number, line in enumerate(handle, start=1):
             line = line.rstrip("\r\n")
             if not line.strip():
@@ -241,15 +265,16 @@ def race_folder(file: str, record: str | None = None, data_dir: str | None = Non
 
     Files are taken in sorted file-name order, questions in file order.
     """
-    folder = locate(file, data_dir)
-    files = sorted(folder.glob("*.txt"))
+    folder = locate(file, data_dir, folder=True)
+    files = sorted(p for p in folder.glob("*.txt") if p.is_file())
     if not files:
         raise DataError(f"{file}: no *.txt article files in {folder}.")
     rows = []
     for path in files:
         name = f"{file}/{path.name}"
         try:
-            article = json.loads(path.read_text(encoding="utf-8"))
+            with reading(path, name):
+                article = json.loads(path.read_text(encoding="utf-8-sig"))
             if not isinstance(article, dict):
                 raise DataError(f"{name}: expected one JSON object (a RACE article) per file.")
             questions, options, answers = (
@@ -259,7 +284,7 @@ def race_folder(file: str, record: str | None = None, data_dir: str | None = Non
             )
             text = article["article"]
         except json.JSONDecodeError as err:
-            raise DataError(f"{name}: not valid JSON ({err.msg}).") from None
+            raise json_error(name, err) from None
         except KeyError as err:
             raise DataError(
                 f"{name}: missing field {err}; a RACE file needs article, "

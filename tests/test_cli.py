@@ -134,8 +134,8 @@ def test_missing_data_stops_dcpmi_run_with_one_line(tmp_path):
 def test_unknown_base_task_stops_dcpmi_run_with_one_line():
     completed = run_dcpmi(["--dcpmi_task", "arc_esy=Answer:", "--limit", "2"])
     assert_one_line_error(
-        completed, "task arc_esy_dcpmi (", "base task 'arc_esy' is not a registered task",
-        "Did you mean: arc_easy",
+        completed, "--dcpmi_task 'arc_esy=Answer:': 'arc_esy' is not a registered task",
+        "Did you mean: arc_easy", "--include_path",
     )  # fmt: skip
 
 

@@ -102,7 +102,9 @@ def test_bad_items_name_file_and_item(tmp_path, item, expected):
 
 def test_unreadable_xml(tmp_path):
     write_copa(tmp_path, GOOD_ITEM + "<item id='2'><p>unclosed</item>")
-    with pytest.raises(data.DataError, match=r"copa/copa-dev.xml: not well-formed XML .*line"):
+    with pytest.raises(
+        data.DataError, match=r"copa/copa-dev.xml:\d+: not well-formed XML at column \d+ \(mis"
+    ):
         load(tmp_path)
 
 

@@ -397,7 +397,7 @@ BAD_INPUTS = [
         "boolq/dev.jsonl",
         "boolq",
         jsonl_text(BOOLQ_OK) + "{not json\n",
-        r"^boolq/dev\.jsonl:2: not valid JSON",
+        r"^boolq/dev\.jsonl:2: not valid JSON at column 2 \(Expecting property name",
     ),
     (
         data.jsonl,

@@ -707,7 +707,10 @@ def test_bad_question_choices_lines(tmp_path, row, message):
             {k: v for k, v in race_article().items() if k != "answers"},
             r"2\.txt: missing field 'answers'",
         ),
-        ('{"article": "An article.", "questions": [', r"2\.txt: not valid JSON"),
+        (
+            '{"article": "An article.", "questions": [',
+            r"2\.txt:1: not valid JSON at column 42 \(Expecting value\)",
+        ),
         ([race_article()], r"2\.txt: expected one JSON object \(a RACE article\) per file"),
         (
             race_article(answers=["A", "E"]),

@@ -49,6 +49,7 @@ from lm_eval_dcpmi.report.summary import Share, summary, summary_csv, summary_ma
 from lm_eval_dcpmi.report.tables import (
     CSV_HEADER,
     csv_report,
+    format_run,
     format_run_table,
     markdown_report,
     markdown_table,
@@ -71,6 +72,7 @@ __all__ = [
     "csv_report",
     "dcpmi_gain",
     "figure_name",
+    "format_run",
     "format_run_table",
     "load_results",
     "main",

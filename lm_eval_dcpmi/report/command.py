@@ -16,6 +16,7 @@ from lm_eval_dcpmi.report.options import ExportSummary, write_options_csv
 from lm_eval_dcpmi.report.results import LABELS, ReportError, RunResults
 from lm_eval_dcpmi.report.summary import summary_csv, summary_markdown
 from lm_eval_dcpmi.report.tables import csv_report, markdown_report
+from lm_eval_dcpmi.report.writing import Output, text_output, write_all
 
 FORMATS = ("md", "csv", "png")
 
@@ -28,41 +29,47 @@ def _matplotlib_available() -> bool:
     return True
 
 
-def _write(path: Path, text: str) -> Path:
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def _figures(runs: Sequence[RunResults], out: Path) -> list[Path]:
-    written = []
+def _figures(runs: Sequence[RunResults], out: Path) -> list[Output]:
+    outputs = []
     for run in runs:
         if run.main_rows:
-            written.append(plot_run(run, out / figure_name(run)))
-        written += [plot_study(run, s, out / study_figure_name(run, s)) for s in run.studies]
-    return written
+            outputs.append(
+                Output(out / figure_name(run), lambda path, run=run: plot_run(run, path))
+            )
+        outputs += [
+            Output(out / study_figure_name(run, s), lambda path, r=run, s=s: plot_study(r, s, path))
+            for s in run.studies
+        ]
+    return outputs
+
+
+def output_files(
+    runs: Sequence[RunResults], text: str, out: Path, chosen: Sequence[str], figures: bool
+) -> list[Output]:
+    """The files of the chosen formats in ``out``, to be written by ``writing.write_all``."""
+    several = len(runs) > 1
+    with_samples = any(run.has_samples for run in runs)
+    outputs: list[Output] = []
+    if "md" in chosen:
+        outputs.append(text_output(out / "report.md", text))
+        if several:
+            outputs.append(text_output(out / "summary.md", summary_markdown(runs)))
+    if "csv" in chosen:
+        outputs.append(text_output(out / "report.csv", csv_report(runs)))
+        if several:
+            outputs.append(text_output(out / "summary.csv", summary_csv(runs)))
+        if with_samples:
+            outputs.append(text_output(out / "intervals.csv", intervals_csv(runs)))
+    if "png" in chosen and figures:
+        outputs += _figures(runs, out)
+    return outputs
 
 
 def write_outputs(
     runs: Sequence[RunResults], text: str, out: Path, chosen: Sequence[str], figures: bool
 ) -> list[Path]:
-    """Write the chosen formats into ``out``; returns the files written."""
-    out.mkdir(parents=True, exist_ok=True)
-    several = len(runs) > 1
-    with_samples = any(run.has_samples for run in runs)
-    written: list[Path] = []
-    if "md" in chosen:
-        written.append(_write(out / "report.md", text))
-        if several:
-            written.append(_write(out / "summary.md", summary_markdown(runs)))
-    if "csv" in chosen:
-        written.append(_write(out / "report.csv", csv_report(runs)))
-        if several:
-            written.append(_write(out / "summary.csv", summary_csv(runs)))
-        if with_samples:
-            written.append(_write(out / "intervals.csv", intervals_csv(runs)))
-    if "png" in chosen and figures:
-        written += _figures(runs, out)
-    return written
+    """Write the chosen formats into ``out``, all or nothing; returns the files written."""
+    return write_all(output_files(runs, text, out, chosen, figures), out)
 
 
 def _export_messages(summary: ExportSummary, path: Path) -> list[str]:
@@ -108,15 +115,25 @@ def report_command(
         text = markdown_report(runs)
         stdout.write(text)
         messages: list[str] = []
+        outputs: list[Output] = []
         if out_dir is not None:
             figures = explicit or _matplotlib_available()
             if "png" in chosen and not figures:
                 messages.append("no figures (pip install 'lm-eval-dcpmi[report]')")
-            written = write_outputs(runs, text, Path(out_dir), chosen, figures)
-            messages += [f"wrote {path}" for path in written]
+            outputs += output_files(runs, text, Path(out_dir), chosen, figures)
+        exported: list[ExportSummary] = []
         if options_csv is not None:
-            summary = write_options_csv(runs, options_csv)
-            messages += _export_messages(summary, Path(options_csv))
+            outputs.append(
+                Output(
+                    Path(options_csv), lambda path: exported.append(write_options_csv(runs, path))
+                )
+            )
+        # Every file or none: a failing one (e.g. report.csv is a folder) leaves no other.
+        written = write_all(outputs, Path(out_dir) if out_dir is not None else None)
+        options_path = Path(options_csv) if options_csv is not None else None
+        messages += [f"wrote {path}" for path in written if path != options_path]
+        if exported and options_path is not None:
+            messages += _export_messages(exported[0], options_path)
         for message in messages:
             stderr.write(f"dcpmi report: {message}\n")
     except ReportError as error:

@@ -9,10 +9,20 @@ from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 
-from lm_eval_dcpmi.report.results import ReportError, RunResults, per_document, run_from_dict
+from lm_eval_dcpmi.report.results import (
+    ReportError,
+    RunResults,
+    TaskRow,
+    per_document,
+    run_from_dict,
+)
 from lm_eval_dcpmi.report.samples import read_samples, samples_files
 
 log = logging.getLogger(__name__)
+
+
+class SamplesError(ReportError):
+    """The samples files beside a DC-PMI results file are unreadable or do not match it."""
 
 
 def read_results_file(path: Path) -> RunResults:
@@ -26,13 +36,36 @@ def read_results_file(path: Path) -> RunResults:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ReportError(f"{path}: not an lm-eval results file (not JSON: {error})") from None
+        raise ReportError(
+            f"{path}:{error.lineno}: not an lm-eval results file (not JSON: {error.msg} at "
+            f"column {error.colno})"
+        ) from None
     run = run_from_dict(data, path, samples={})
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])
     for row in run.rows:
         if row.task in run.samples_files:
-            row.per_doc = per_document(read_samples(run.samples_files[row.task])) or None
+            samples_file = run.samples_files[row.task]
+            try:
+                row.per_doc = per_document(read_samples(samples_file)) or None
+            except ReportError as error:
+                raise SamplesError(str(error)) from None
+            _same_documents(row, samples_file, path)
     return run
+
+
+def _same_documents(row: TaskRow, samples_file: Path, results_file: Path) -> None:
+    """The samples file holds as many documents as the results file counted: else its
+    intervals and tests would be about other documents than the table's accuracies."""
+    if not row.per_doc or row.n is None:
+        return
+    documents = len(next(iter(row.per_doc.values())))
+    if documents != row.n:
+        raise SamplesError(
+            f"{samples_file}: {documents} documents of {row.task}, but {results_file} "
+            f"reports n={row.n}; the files are not from one complete run (an interrupted "
+            "or edited samples file?). Rerun with --log_samples, or move the samples file "
+            "away to report without intervals."
+        )
 
 
 def _results_in_folder(folder: Path) -> list[RunResults]:
@@ -57,6 +90,8 @@ def _results_in_folder(folder: Path) -> list[RunResults]:
             try:
                 runs.append(read_results_file(path))
                 break
+            except SamplesError:
+                raise  # a DC-PMI run with broken samples: never fall back to an older run
             except ReportError as error:
                 skipped.append(str(error))
                 log.warning("skipped %s", error)
@@ -97,8 +132,9 @@ def load_results(paths: str | PathLike | Iterable[str | PathLike]) -> list[RunRe
       subfolder only the **newest** file (by the date in its name) that holds a DC-PMI
       task is read, so re-running a model replaces its row instead of doubling it.
       Files there that are not readable DC-PMI results are skipped with a warning;
-      ``ReportError`` only when none is left. To report several runs of the same
-      model, pass their files explicitly.
+      ``ReportError`` only when none is left, or when the samples files beside a DC-PMI
+      results file are broken or hold another number of documents (``SamplesError``).
+      To report several runs of the same model, pass their files explicitly.
 
     The ``samples_<task>_<date>.jsonl`` files beside a results file (``--log_samples``)
     are read too, for intervals and significance. Runs keep the order of ``paths``

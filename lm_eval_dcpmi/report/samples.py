@@ -51,7 +51,9 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
         try:
             sample = json.loads(line)
         except json.JSONDecodeError as error:
-            raise ReportError(f"{path}:{number_}: not a JSON line ({error})") from None
+            raise ReportError(
+                f"{path}:{number_}: not a JSON line ({error.msg} at column {error.colno})"
+            ) from None
         if not isinstance(sample, dict) or "doc_id" not in sample:
             raise ReportError(f"{path}:{number_}: not an lm-eval sample (no doc_id)")
         samples.append(sample)

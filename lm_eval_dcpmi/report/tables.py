@@ -179,11 +179,9 @@ def csv_report(runs: Sequence[RunResults]) -> str:
     return csv_text(rows)
 
 
-def format_run_table(results: Mapping[str, Any]) -> str:
-    """The Markdown table, notes and studies of an in-memory lm-eval results dict, as
-    returned by ``lm_eval.simple_evaluate``; for ``dcpmi run`` to print at the end of a
-    run. Raises ``ReportError`` when the dict holds no DC-PMI task."""
-    run = run_from_dict(results, None)
+def format_run(run: RunResults) -> str:
+    """The Markdown table, notes and studies of one run; what ``dcpmi run`` prints at the
+    end of a run."""
     heading = f"Model: {run.model} (best per task in **bold**)\n\n"
     return heading + "\n".join(
         [
@@ -192,3 +190,9 @@ def format_run_table(results: Mapping[str, Any]) -> str:
             *(studies.study_markdown(study) for study in run.studies),
         ]
     )
+
+
+def format_run_table(results: Mapping[str, Any]) -> str:
+    """``format_run`` of an in-memory lm-eval results dict, as returned by
+    ``lm_eval.simple_evaluate``. Raises ``ReportError`` when the dict holds no DC-PMI task."""
+    return format_run(run_from_dict(results, None))

@@ -1,0 +1,163 @@
+"""lm-eval's own reading of an ``lm_eval run`` command line, for ``dcpmi run``.
+
+``dcpmi run`` needs to know what the user set (to add its defaults for the rest), the
+tasks and ``--samples`` (to pick the default tasks and check them), and the settings
+lm-eval builds its ``TaskManager`` from (to build the tasks before the model). All of it
+comes from lm-eval: its argument parser (``parse_namespace``) and
+``lm_eval.config.EvaluatorConfig.from_cli`` (defaults, ``--config`` YAML, a ``--samples``
+file, metadata merged with the model arguments), so that ``dcpmi run`` reads every option
+exactly as the ``cli_evaluate`` run that follows will.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lm_eval_dcpmi.errors import DCPMIError
+
+SAMPLES_EXAMPLE = "'{\"dcpmi_copa\": [0, 5, 7]}'"
+
+
+def parse_namespace(argv: Sequence[str]) -> argparse.Namespace:
+    """lm-eval's parse of ``argv`` (``['run', ...options]``), as ``lm_eval`` would parse it.
+
+    The one private name ``dcpmi run`` uses: ``lm_eval._cli.HarnessCLI``, the parser of
+    lm-eval's public entry point (lm_eval/__main__.py, ``cli_evaluate``: ``parser =
+    HarnessCLI(); args = parser.parse_args()``, which reads ``sys.argv``). lm-eval has no
+    public function that parses a command line without running it. Bad options end here
+    as they would in lm-eval: argparse's usage message, exit status 2.
+    """
+    from lm_eval._cli import HarnessCLI
+
+    saved = sys.argv
+    sys.argv = ["lm_eval", *argv]
+    try:
+        return HarnessCLI().parse_args()
+    except ValueError as err:  # e.g. bad JSON in --model_args or --metadata: a traceback
+        raise DCPMIError(f"lm-eval: {err}{_first_json_error(argv)}") from None
+    finally:
+        sys.argv = saved
+
+
+def _first_json_error(argv: Sequence[str]) -> str:
+    """Where the first argument that looks like a JSON object stops being JSON."""
+    for value in argv:
+        text = value.partition("=")[2] if value.startswith("-") else value
+        if text.lstrip().startswith("{"):
+            try:
+                json.loads(text)
+            except json.JSONDecodeError as err:
+                return f" ({err.msg} at column {err.colno} of {text!r})"
+    return ""
+
+
+@contextlib.contextmanager
+def quietly() -> Iterator[None]:
+    """No log records below ERROR and no stdout: lm-eval's warnings and the ``--config``
+    echo come once, from the ``cli_evaluate`` run, not from ``dcpmi run``'s checks too."""
+    previous = logging.root.manager.disable
+    logging.disable(max(previous, logging.WARNING))
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        logging.disable(previous)
+
+
+@dataclass(frozen=True)
+class GivenOptions:
+    """What the user's command line and ``--config`` YAML set."""
+
+    names: frozenset[str]  # option names (lm-eval's dests), from either
+    tasks_option: bool  # --tasks given on the command line
+    tasks: list[str]  # from --tasks or the YAML, comma lists split
+    samples: dict[str, list[int]] | None
+
+
+def read(argv: Sequence[str]) -> GivenOptions:
+    """The options ``argv`` (``['run', ...]``) sets, read by lm-eval's parser and config."""
+    if len(argv) < 2:  # `lm_eval run` alone prints its help; `dcpmi run` alone runs
+        return GivenOptions(frozenset(), False, [], None)
+    namespace = parse_namespace(argv)
+    names = {key for key, value in vars(namespace).items() if value is not None}
+    names -= {"command", "func"}
+    config = _config(namespace)
+    if getattr(namespace, "config", None):
+        names |= set(config.load_yaml_config(namespace.config))
+    return GivenOptions(
+        frozenset(names), namespace.tasks is not None, task_names(config.tasks), config.samples
+    )
+
+
+def config(argv: Sequence[str]) -> Any:
+    """lm-eval's ``EvaluatorConfig`` of ``argv`` (``['run', ...]``), as ``lm_eval run``
+    builds it; its errors become one-line ``DCPMIError``s."""
+    return _config(parse_namespace(argv))
+
+
+def task_names(tasks: Any) -> list[str]:
+    """A config's tasks (a comma list or a list of them) as a list of names."""
+    items = [tasks] if isinstance(tasks, str) else list(tasks or [])
+    return [name for item in items for name in str(item).split(",") if name]
+
+
+def _config(namespace: argparse.Namespace) -> Any:
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    namespace.samples = _samples_option(getattr(namespace, "samples", None))
+    try:
+        with quietly():
+            config = EvaluatorConfig.from_cli(namespace)
+    except (ValueError, TypeError, OSError) as err:  # lm-eval's own checks of the options
+        raise DCPMIError(f"lm-eval: {err}") from None
+    if config.samples is not None:
+        config.samples = _samples_shape(config.samples, "--samples")
+    return config
+
+
+def _samples_option(value: Any) -> Any:
+    """``--samples`` as a dict: lm-eval's parser leaves a file name (or any other text that
+    is not JSON) as a string; read the file here, with its name in any error."""
+    if not isinstance(value, str):
+        return value
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise DCPMIError(
+            f"--samples {value!r}: neither a JSON object nor a file; give task names and "
+            f"document indices, e.g. --samples {SAMPLES_EXAMPLE}, or a JSON file of that form."
+        )
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise DCPMIError(f"--samples {path}: cannot be read as UTF-8 text ({err}).") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DCPMIError(
+            f"--samples {path}:{err.lineno}: not valid JSON at column {err.colno} ({err.msg}); "
+            "the file must hold one JSON object of task names and document indices."
+        ) from None
+    return _samples_shape(data, f"--samples {path}")
+
+
+def _samples_shape(data: Any, where: str) -> dict[str, list[int]]:
+    def indices(values: Any) -> bool:
+        return isinstance(values, list) and all(
+            isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in values
+        )
+
+    if not isinstance(data, dict) or not data or not all(map(indices, data.values())):
+        raise DCPMIError(
+            f"{where}: expected a JSON object of task names and lists of document indices "
+            f"(0, 1, ...), e.g. {SAMPLES_EXAMPLE}; got {str(data)[:80]!r}."
+        )
+    return data

@@ -1,0 +1,202 @@
+"""The steps of ``dcpmi run``, on lm-eval's public API.
+
+1. ``check_tasks``: build every task to be run with a ``TaskManager``, from the settings
+   lm-eval itself derives from the command line (``EvaluatorConfig.process_tasks``), and
+   load them. Loading reads the data and runs the plugin's per-document checks, so a bad
+   data file, task config or document stops the run here, before any model exists. Also
+   checked: every ``--dcpmi_task`` base task exists, and ``--samples`` names tasks of
+   the run and documents they have.
+2. ``evaluate``: ``lm_eval.__main__.cli_evaluate`` on the same command line, so that every
+   lm-eval option keeps its meaning; then the DC-PMI table, read from the results file
+   lm-eval wrote (into the run's temporary folder when the user gave no --output_path).
+
+The tasks are built twice (step 1's are dropped): the price of not reaching into
+lm-eval's evaluator, a few seconds against the minutes a model takes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from lm_eval_dcpmi import lm_eval_options
+from lm_eval_dcpmi.cli import (
+    DCPMI_TASK_OPTION,
+    DERIVED_SUFFIX,
+    lm_eval_argv,
+    split_dcpmi_tasks,
+    write_derived_tasks,
+)
+from lm_eval_dcpmi.errors import DCPMIError
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that ``with`` blocks clean up. Not an
+    ``Exception``: nothing that catches those may swallow it."""
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``Terminated`` (main thread only; elsewhere the
+    signal's handler cannot be set and stays as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(_signum: int, _frame: Any) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def run(forwarded: Sequence[str]) -> int:
+    """``dcpmi run`` with ``forwarded`` (its arguments): checks, then the evaluation."""
+    from lm_eval_dcpmi import _autoload
+
+    derived, forwarded = split_dcpmi_tasks(forwarded)
+    _autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or the .pth is absent
+    with tempfile.TemporaryDirectory(prefix="dcpmi_run_") as scratch:
+        folder = Path(scratch, "tasks")
+        folder.mkdir()
+        names = write_derived_tasks(derived, folder)
+        with _autoload.extra_task_folders([folder] if names else []):
+            argv = lm_eval_argv(forwarded, names)
+            config = check_tasks(argv[1:], derived)
+            return evaluate(argv, config, Path(scratch))
+
+
+def check_tasks(argv: Sequence[str], derived: Sequence[tuple[str, str]] = ()) -> Any:
+    """Step 1 (see the module's docstring); returns lm-eval's ``EvaluatorConfig``."""
+    config = lm_eval_options.config(argv)
+    with lm_eval_options.quietly():
+        try:
+            manager = config.process_tasks(config.metadata)
+        except ValueError as err:  # "Tasks not found: ..."
+            raise DCPMIError(
+                f"lm-eval: {err}; `lm_eval ls tasks` lists the registered tasks, and a "
+                "folder of your own joins them with --include_path."
+            ) from None
+    check_base_tasks(manager.all_tasks, derived)
+    with lm_eval_options.quietly():
+        tasks = manager.load(config.tasks)["tasks"]
+    check_samples(config.samples, {name: len(task.eval_docs) for name, task in tasks.items()})
+    return config
+
+
+def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str]]) -> None:
+    """Every ``--dcpmi_task`` base task is registered; else an error with close names
+    (never a variant written for this run)."""
+    ours = {base + DERIVED_SUFFIX for base, _premise in derived}
+    known = [name for name in registered if name not in ours]
+    known_set = set(known)
+    for base, premise in derived:
+        if base in known_set:
+            continue
+        raise DCPMIError(
+            f"{DCPMI_TASK_OPTION} {f'{base}={premise}'!r}: {base!r} is not a registered task "
+            f"(searched lm-eval's tasks, the plugin's and --include_path).{_close(base, known)}"
+            " A task of your own needs its folder in --include_path."
+        )
+
+
+def check_samples(samples: dict[str, list[int]] | None, sizes: dict[str, int]) -> None:
+    """``--samples`` names only tasks the run evaluates (``sizes``: task -> documents),
+    and only documents they have; tasks it leaves out get a warning (lm-eval runs them in
+    full)."""
+    if not samples:
+        return
+    for name, indices in samples.items():
+        if name not in sizes:
+            raise DCPMIError(
+                f"--samples names {name!r}, which is not a task this run evaluates (tasks: "
+                f"{_few(sizes)}); lm-eval would ignore its indices.{_close(name, list(sizes))}"
+                " Name tasks, not groups, and run them with --tasks."
+            )
+        beyond = [i for i in indices if i >= sizes[name]]
+        if beyond:
+            raise DCPMIError(
+                f"--samples: {name} has {sizes[name]} documents (indices 0-{sizes[name] - 1}); "
+                f"{beyond[0]} is out of range."
+            )
+    full = [name for name in sizes if name not in samples]
+    if full:
+        print(
+            f"dcpmi: warning: --samples gives no documents for {len(full)} task(s) "
+            f"({_few(full)}); lm-eval evaluates them in full.",
+            file=sys.stderr,
+        )
+
+
+def _few(names: Sequence[str] | dict[str, Any], most: int = 6) -> str:
+    names = list(names)
+    more = f", and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
+
+
+def _close(name: str, candidates: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.75)
+    return f" Did you mean: {', '.join(close)}?" if close else ""
+
+
+# ---------------------------------------------------------------- step 2
+
+
+def evaluate(argv: Sequence[str], config: Any, scratch: Path) -> int:
+    """Step 2: lm-eval's own ``run`` command on ``argv``, then the DC-PMI table."""
+    from lm_eval.__main__ import cli_evaluate
+
+    argv = list(argv)
+    output = config.output_path
+    if output is None and not config.hf_hub_log_args:
+        # Without --output_path lm-eval writes no results; the table needs them.
+        output = str(scratch / "results")
+        argv += ["--output_path", output]
+    before = results_files(output)
+    saved = sys.argv
+    sys.argv = argv
+    try:
+        cli_evaluate()
+    finally:
+        sys.argv = saved
+    written = [p for p, stamp in results_files(output).items() if before.get(p) != stamp]
+    if written and int(os.environ.get("RANK", "0")) == 0:
+        print_table(max(written, key=lambda p: p.stat().st_mtime_ns))
+    return 0
+
+
+def results_files(output: str | None) -> dict[Path, int]:
+    """The results files under ``--output_path`` (path -> mtime), named as lm-eval names
+    them (lm_eval/loggers/evaluation_tracker.py, ``save_results_aggregated``: a ``.json``
+    path gets ``<stem>_<date>.json`` beside it, a folder ``<model>/results_<date>.json``)."""
+    if output is None:
+        return {}
+    path = Path(output)
+    found = (
+        path.parent.glob(f"{path.stem}_*.json")
+        if path.suffix == ".json"
+        else path.glob("**/results_*.json")
+    )
+    return {p: p.stat().st_mtime_ns for p in found if p.is_file()}
+
+
+def print_table(results_file: Path) -> None:
+    from lm_eval_dcpmi.report import ReportError, format_run, load_results
+
+    try:
+        (one,) = load_results([results_file])
+    except ReportError:  # the run held no DC-PMI task: lm-eval's own table says it all
+        return
+    print("\nDC-PMI accuracies (%):\n")
+    print(format_run(one))

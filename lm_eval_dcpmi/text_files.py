@@ -1,0 +1,64 @@
+"""Reading the plugin's data files as text: errors that name the file, line and byte.
+
+A data file that is not UTF-8 (or a folder, or unreadable) would otherwise end in a long
+``UnicodeDecodeError`` or ``IsADirectoryError`` traceback that names no file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from lm_eval_dcpmi.errors import DataError
+
+
+def not_utf8_message(path: Path, name: str) -> str:
+    """Where ``path`` (shown as ``name``) first stops being UTF-8: line and byte offset."""
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        where = f"{name}:{line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at byte offset "
+        where += f"{err.start} of {path})"
+    else:
+        where = f"{name}: not UTF-8 text ({path})"
+    return (
+        f"{where}; convert the file to UTF-8 (e.g. `iconv -f latin1 -t utf-8`) or fetch the "
+        "original file again."
+    )
+
+
+@contextlib.contextmanager
+def reading(path: Path, name: str) -> Iterator[None]:
+    """Errors of reading ``path`` as text become a ``DataError`` naming ``name``."""
+    try:
+        yield
+    except UnicodeDecodeError:
+        raise DataError(not_utf8_message(path, name)) from None
+    except OSError as err:
+        raise DataError(f"{name}: cannot be read ({err.strerror or err}).") from None
+
+
+def json_error(name: str, err: json.JSONDecodeError, line: int | None = None) -> DataError:
+    line = err.lineno if line is None else line
+    return DataError(f"{name}:{line}: not valid JSON at column {err.colno} ({err.msg}).")
+
+
+def is_utf8(path: Path) -> bool:
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def declares_utf8(path: Path) -> bool:
+    """An XML file read as UTF-8: no declared encoding, or UTF-8 declared."""
+    with open(path, "rb") as handle:
+        head = handle.read(200)
+    declared = re.match(rb"""(?:\xef\xbb\xbf)?<\?xml[^>]*encoding=["']([A-Za-z0-9._-]+)""", head)
+    return declared is None or declared.group(1).lower() in (b"utf-8", b"utf8")

@@ -1,0 +1,134 @@
+"""`dcpmi report` faults: a samples file that does not match its results file, JSON errors
+with their position, and --out written all or nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_report import entry, results_dict
+from test_report_samples import STAMP, ten_document_run
+
+from lm_eval_dcpmi.report import load_results, report_command
+from lm_eval_dcpmi.report.loading import SamplesError
+from lm_eval_dcpmi.report.results import ReportError
+from lm_eval_dcpmi.report.writing import Output, text_output, write_all
+
+
+def cut_samples(results_file: Path, task: str, keep: int) -> Path:
+    """Keep the first ``keep`` lines of ``task``'s samples file (an interrupted write)."""
+    path = results_file.with_name(f"samples_{task}_{STAMP}.jsonl")
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:keep]))
+    return path
+
+
+# ------------------------------------------------------------------ samples vs results
+
+
+def test_fewer_samples_than_results_is_refused(tmp_path, capsys):
+    path = ten_document_run(tmp_path)
+    samples = cut_samples(path, "dcpmi_cb", 6)
+    message = (
+        f"{samples}: 6 documents of dcpmi_cb, but {path} reports n=10; the files are not from "
+        "one complete run (an interrupted or edited samples file?). Rerun with --log_samples, "
+        "or move the samples file away to report without intervals."
+    )
+    with pytest.raises(SamplesError) as caught:
+        load_results([path])
+    assert str(caught.value) == message
+    assert report_command([str(path)], str(tmp_path / "out")) == 2
+    assert capsys.readouterr() == ("", f"dcpmi report: error: {message}\n")
+    assert not (tmp_path / "out").exists()
+
+
+def test_folder_does_not_fall_back_to_an_older_run_on_broken_samples(tmp_path):
+    path = ten_document_run(tmp_path)  # tmp_path/gpt2/results_<STAMP>.json
+    older = path.with_name("results_2025-01-01T00-00-00.json")
+    older.write_text(json.dumps(results_dict({"dcpmi_copa": entry(0.1, 0.2, 0.3, 0.4, n=10)})))
+    cut_samples(path, "dcpmi_copa", 9)
+    with pytest.raises(SamplesError, match="9 documents of dcpmi_copa, but .* reports n=10"):
+        load_results([tmp_path])
+
+
+def test_matching_samples_still_load(tmp_path):
+    (run,) = load_results([ten_document_run(tmp_path)])
+    assert {row.task: len(row.per_doc["acc"]) for row in run.rows} == {
+        "dcpmi_copa": 10,
+        "dcpmi_cb": 10,
+    }
+
+
+# ------------------------------------------------------------------ JSON errors, with position
+
+
+def test_results_file_json_error_gives_line_and_column(tmp_path):
+    path = tmp_path / "results_x.json"
+    path.write_text('{"results": {\n  "dcpmi_copa": {"acc,none": 0.5,}\n}}\n')
+    with pytest.raises(ReportError) as caught:
+        load_results([path])
+    assert str(caught.value) == (
+        f"{path}:2: not an lm-eval results file (not JSON: Expecting property name enclosed "
+        "in double quotes at column 34)"
+    )
+
+
+def test_samples_line_json_error_gives_column(tmp_path):
+    path = ten_document_run(tmp_path)
+    broken = path.with_name(f"samples_dcpmi_cb_{STAMP}.jsonl")
+    broken.write_text('{"doc_id": 0}\n{"doc_id": 1, "acc": }\n')
+    with pytest.raises(ReportError) as caught:
+        load_results([path])
+    assert str(caught.value) == f"{broken}:2: not a JSON line (Expecting value at column 22)"
+
+
+# ------------------------------------------------------------------ --out: all or nothing
+
+
+def test_out_with_a_folder_in_the_way_writes_nothing(tmp_path, capsys):
+    path = ten_document_run(tmp_path / "runs")
+    out = tmp_path / "out"
+    (out / "report.csv").mkdir(parents=True)
+    (out / "report.md").write_text("the previous report\n")
+    assert report_command([str(path)], str(out), ["md", "csv"]) == 2
+    assert capsys.readouterr().err == (
+        f"dcpmi report: error: {out / 'report.csv'} is a folder; remove or rename it, or "
+        "write elsewhere (nothing was written)\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["report.csv", "report.md"]
+    assert (out / "report.md").read_text() == "the previous report\n"
+
+
+def test_out_that_is_a_file_is_refused(tmp_path, capsys):
+    path = ten_document_run(tmp_path / "runs")
+    out = tmp_path / "out"
+    out.write_text("x")
+    assert report_command([str(path)], str(out), ["md"]) == 2
+    assert capsys.readouterr().err == (
+        f"dcpmi report: error: --out {out} is a file; give a folder (nothing was written)\n"
+    )
+
+
+def test_a_failing_export_leaves_no_out_folder(tmp_path, capsys):
+    path = ten_document_run(tmp_path / "runs")
+    out = tmp_path / "new" / "out"
+    (tmp_path / "options.csv").mkdir()
+    assert report_command([str(path)], str(out), ["md"], options_csv=tmp_path / "options.csv") == 2
+    assert "options.csv is a folder" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+
+
+def test_write_all_replaces_nothing_when_a_write_fails(tmp_path):
+    (tmp_path / "a.md").write_text("old a\n")
+
+    def fail(path: Path) -> None:
+        path.write_text("half")
+        raise OSError(28, "No space left on device")
+
+    outputs = [text_output(tmp_path / "a.md", "new a\n"), Output(tmp_path / "b.png", fail)]
+    with pytest.raises(ReportError, match=r"b\.png: cannot be written \(No space left on dev"):
+        write_all(outputs, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.md"]  # no temporary files
+    assert (tmp_path / "a.md").read_text() == "old a\n"
+    assert write_all(outputs[:1], tmp_path) == [tmp_path / "a.md"]
+    assert (tmp_path / "a.md").read_text() == "new a\n"
