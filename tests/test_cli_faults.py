@@ -211,11 +211,6 @@ def write_bad_quiz(folder: Path) -> Path:
     return folder
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs DCPMITask to check its documents when built (branch faults-task); "
-    "remove this mark once merged",
-)
 def test_bad_document_stops_dcpmi_run_before_the_model(tmp_path):
     folder = write_bad_quiz(tmp_path / "tasks")
     # A model that cannot load (its traceback would come first if it were built), and the
