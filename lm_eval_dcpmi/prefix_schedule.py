@@ -100,6 +100,11 @@ class Budget:
         self.memory = memory if memory is not None else 2 * self.tokens * vocab
         self.cache = cache if cache is not None else self.memory
 
+    def shared(self, parts: int) -> Budget:
+        """This budget's memory and cache split between ``parts`` workers running at once."""
+        parts = max(1, parts)
+        return Budget(self.tokens, self.vocab, self.kv, self.memory // parts, self.cache // parts)
+
     @staticmethod
     def padding_ok(padded: int, real: int) -> bool:
         """Padding under ``PAD_SLACK`` of the call's positions, or under ``PAD_FREE``."""

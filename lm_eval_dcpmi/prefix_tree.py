@@ -140,3 +140,15 @@ def collapse(node: Node) -> list[Node]:
             grandchild.parent = new
         merged.append(new)
     return merged
+
+
+def split_tops(tops: Sequence[Node], parts: int) -> list[list[Node]]:
+    """The tops in ``parts`` groups of about equal tokens (largest subtree first, each to
+    the lightest group): subtrees that share nothing, for as many workers."""
+    groups: list[list[Node]] = [[] for _ in range(max(1, parts))]
+    loads = [0] * len(groups)
+    for size, node in sorted(((tree_tokens([t]), t) for t in tops), key=lambda st: -st[0]):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(node)
+        loads[lightest] += size
+    return [group for group in groups if group]

@@ -262,3 +262,17 @@ def test_a_small_cache_budget_costs_tokens_not_exactness(hf_lm, prefix_lm, task_
     with ForwardTokens(hf_lm.model) as hf_count:
         hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
     assert counts[0] < counts[1] <= hf_count.tokens
+
+
+def test_one_worker_and_two_score_alike(hf_lm, task_manager):
+    """On the CPU hf-prefix scores independent subtrees in one thread per core (torch's
+    thread count); one worker (a GPU's setting) gives the same answers."""
+    import torch
+
+    pairs = _task_pairs(task_manager, "dcpmi_copa", 3) + _generic_pairs()
+    assert _prefix_lm(hf_lm)._workers == torch.get_num_threads()
+    one, two = (
+        _prefix_lm(hf_lm, prefix_workers=n).loglikelihood(_instances(pairs), disable_tqdm=True)
+        for n in (1, 2)
+    )
+    _assert_same(one, two, [f"{pair!r:.80}" for pair in pairs])

@@ -23,7 +23,15 @@ from lm_eval_dcpmi.prefix_schedule import (
     plan,
     unique_pairs,
 )
-from lm_eval_dcpmi.prefix_tree import Node, build_tree, collapse, common_prefix, tree_tokens, walk
+from lm_eval_dcpmi.prefix_tree import (
+    Node,
+    build_tree,
+    collapse,
+    common_prefix,
+    split_tops,
+    tree_tokens,
+    walk,
+)
 
 
 def shape(nodes: list[Node]) -> list:
@@ -279,3 +287,11 @@ def test_answers_sum_tokens_restore_request_order_and_report_each_when_complete(
     assert answers.in_request_order() == [(-1.0, True), (-2.0, False), (-1.0, True), (-9.0, False)]
     # Reported as completed, every duplicate; not the one put from elsewhere.
     assert reported == [(0, (-1.0, True)), (2, (-1.0, True)), (1, (-2.0, False))]
+
+
+def test_split_tops_balances_tokens_and_keeps_every_top_once():
+    tops = build_tree([((k,) * n, (9,)) for k, n in enumerate((10, 7, 5, 4, 3, 1), start=1)])
+    groups = split_tops(tops, 2)
+    assert sorted(tree_tokens(g) for g in groups) == [15, 15]  # 10+4+1 and 7+5+3
+    assert sorted(id(n) for g in groups for n in g) == sorted(id(n) for n in tops)
+    assert split_tops(tops[:1], 4) == [tops[:1]]  # no empty groups
