@@ -72,6 +72,7 @@ from lm_eval_dcpmi.prefix_tree import Node, build_tree, split_tops
 from lm_eval_dcpmi.tokens import share_tokenizer, shared_tokenizer
 
 log = logging.getLogger(__name__)
+_ONE_AT_A_TIME = threading.Lock()
 
 Score = Callable[[int, float, bool], None]  # (pair, token log-prob, token is greedy)
 
@@ -211,16 +212,18 @@ class PrefixHFLM(SelfCheck, HFLM):
             with lock:
                 score(pair, value, greedy)
 
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            with ThreadPoolExecutor(len(groups), thread_name_prefix="hf-prefix") as pool:
-                share = budget.shared(len(groups))
-                futures = [pool.submit(self._run_plan, g, share, locked, setup) for g in groups]
-                for future in futures:
-                    future.result()
-        finally:
-            torch.set_num_threads(threads)
+        # torch's thread count is process-wide: one scoring with workers at a time.
+        with _ONE_AT_A_TIME:
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                with ThreadPoolExecutor(len(groups), thread_name_prefix="hf-prefix") as pool:
+                    share = budget.shared(len(groups))
+                    futures = [pool.submit(self._run_plan, g, share, locked, setup) for g in groups]
+                    for future in futures:
+                        future.result()
+            finally:
+                torch.set_num_threads(threads)
 
     def _run_plan(self, tops: Sequence[Node], budget: Budget, score: Score, setup: Setup) -> None:
         held: dict[int, Kept] = {}
