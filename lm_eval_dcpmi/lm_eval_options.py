@@ -81,12 +81,13 @@ class GivenOptions:
     tasks_option: bool  # --tasks given on the command line
     tasks: list[str]  # from --tasks or the YAML, comma lists split
     samples: dict[str, list[int]] | None
+    model: str | None = None  # --model (or the YAML's), if set
 
 
 def read(argv: Sequence[str]) -> GivenOptions:
     """The options ``argv`` (``['run', ...]``) sets, read by lm-eval's parser and config."""
     if len(argv) < 2:  # `lm_eval run` alone prints its help; `dcpmi run` alone runs
-        return GivenOptions(frozenset(), False, [], None)
+        return GivenOptions(frozenset(), False, [], None, None)
     namespace = parse_namespace(argv)
     names = {key for key, value in vars(namespace).items() if value is not None}
     names -= {"command", "func"}
@@ -94,7 +95,11 @@ def read(argv: Sequence[str]) -> GivenOptions:
     if getattr(namespace, "config", None):
         names |= set(config.load_yaml_config(namespace.config))
     return GivenOptions(
-        frozenset(names), namespace.tasks is not None, task_names(config.tasks), config.samples
+        frozenset(names),
+        namespace.tasks is not None,
+        task_names(config.tasks),
+        config.samples,
+        config.model if "model" in names else None,
     )
 
 

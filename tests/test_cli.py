@@ -256,3 +256,11 @@ def test_dcpmi_task_option_beside_its_base_with_one_shot(tmp_path):
     assert requests[0] == (DESCRIPTION + example + question, " => white")
     assert requests[3] == (DESCRIPTION + PREMISE, " => white")
     assert logged_requests(samples["quiz"][0])[0] == requests[0]
+
+
+def test_hf_prefix_alone_takes_the_embedded_model():
+    from lm_eval_dcpmi.cli import embedded_model_args, lm_eval_argv
+
+    argv = lm_eval_argv(["--model", "hf-prefix", "--tasks", "dcpmi_copa"])
+    assert argv[argv.index("--model_args") + 1] == embedded_model_args()
+    assert "--model_args" not in lm_eval_argv(["--model", "vllm", "--tasks", "dcpmi_copa"])
