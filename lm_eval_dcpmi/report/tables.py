@@ -50,7 +50,9 @@ def _partial_note(run: RunResults) -> str:
     detail = ", ".join(f"{r.task} {r.n} of {r.n_total}" for r in limited[:4])
     if len(limited) > 4:
         detail += f", and {len(limited) - 4} more"
-    flag = f"--limit {limit_text(run.limit)}" if run.limit is not None else "--limit"
+    # Without a recorded limit the documents were picked another way (--samples, or a
+    # --limit lm-eval did not record): name both.
+    flag = f"--limit {limit_text(run.limit)}" if run.limit is not None else "--limit or --samples"
     return (
         f"**Partial run ({flag})**: not every document was scored"
         + (f" ({detail})" if detail else "")
