@@ -126,7 +126,7 @@ def test_mean_and_std_of_the_committed_real_template_run():
         per_task = [data["results"][f"dcpmi_sst2_v{i}"][f"{method},none"] for i in range(15)]
         assert spread[method].mean == pytest.approx(statistics.mean(per_task))
         assert spread[method].std == pytest.approx(statistics.stdev(per_task))
-    # the README's table: DC-PMI 59.4 +- 10.8, LM 57.7 +- 12.1 (in points)
+    # docs/studies.md's table: DC-PMI 59.4 +- 10.8, LM 57.7 +- 12.1 (in points)
     assert round(spread["acc_dcpmi"].mean * 100, 1) == 59.4
     assert round(spread["acc_dcpmi"].std * 100, 1) == 10.8
     assert round(spread["acc"].std * 100, 1) == 12.1
