@@ -1,10 +1,12 @@
 """Score the embedded model on every dcpmi task, one task at a time, timing each.
 
-    DCPMI_DATA_DIR=../shared/data .venv/bin/python scripts/evaluate_tasks.py --limit 50
+    DCPMI_DATA_DIR=../shared/data .venv/bin/python scripts/evaluate_tasks.py --limit 100
 
 Loads the model once, runs lm-eval's `simple_evaluate` per task (so each task's wall
-time is known), and writes one lm-eval-style results file (readable by
-`dcpmi report`) plus `results.md`, the README's table with a time column.
+time is known, `dcpmi_task_seconds`), and writes one lm-eval-style results file
+(readable by `dcpmi report`) into docs/results/full (no --limit) or
+docs/results/limit<N>; then `scripts/make_results.py` makes the reports and the
+README's tables from it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ def main() -> None:
     parser.add_argument("--tasks", default=None, help="comma-separated (default all 16)")
     parser.add_argument("--model", default="hf", help="hf or hf-prefix")
     parser.add_argument("--batch_size", type=int, default=8)
-    parser.add_argument("--out", type=Path, default=Path("docs/results"))
+    parser.add_argument(
+        "--out", type=Path, default=None, help="default docs/results/full or .../limit<N>"
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = parser.parse_args()
     if args.threads:
@@ -39,7 +43,6 @@ def main() -> None:
     from lm_eval.utils import handle_non_serializable
 
     from lm_eval_dcpmi import embedded, paper, report
-    from lm_eval_dcpmi.scoring import METHODS
 
     model_args = embedded.model_args()
     lm = get_model(args.model)(**model_args, device="cpu", batch_size=args.batch_size)
@@ -60,26 +63,15 @@ def main() -> None:
     merged["dcpmi_threads"] = args.threads
     merged["date"] = time.time()
 
+    if args.out is None:
+        args.out = Path("docs/results") / ("full" if args.limit is None else f"limit{args.limit}")
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y-%m-%dT%H-%M-%S")
     results_file = args.out / f"results_{stamp}.json"
     results_file.write_text(json.dumps(merged, indent=2, default=handle_non_serializable))
     (run,) = report.load_results([results_file])
-    table = report.markdown_table(run)
-    lines = table.splitlines()
-    lines[0] += " Time (s) |"
-    lines[1] += "---:|"
-    for i, row in enumerate(run.rows, start=2):
-        lines[i] += f" {seconds.get(row.task, '')} |"
-    means = [sum(row.scores[m] for row in run.rows) / len(run.rows) * 100 for m in METHODS]
-    lines.append(
-        f"| *mean ({len(run.rows)} tasks)* | | "
-        + " | ".join(f"{m:.1f}" for m in means)
-        + f" | {sum(seconds.values()):.0f} |"
-    )
-    text = "\n".join(lines) + "\n"
-    (args.out / "results.md").write_text(text)
-    print(text)
+    print(report.format_run(run))
+    print(f"wrote {results_file}; now run scripts/make_results.py")
 
 
 if __name__ == "__main__":

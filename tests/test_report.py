@@ -399,7 +399,7 @@ def test_limit_detected_from_n_samples_without_config_limit():
     data["n-samples"]["dcpmi_copa"]["original"] = 500
     run = run_from_dict(data)
     assert run.limit is None and run.limited
-    assert "Partial run (--limit)" in report.markdown_report([run])
+    assert "Partial run (--limit or --samples)" in report.markdown_report([run])
 
 
 # ---------------------------------------------------------------------------

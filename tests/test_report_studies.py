@@ -126,7 +126,54 @@ def test_mean_and_std_of_the_committed_real_template_run():
         per_task = [data["results"][f"dcpmi_sst2_v{i}"][f"{method},none"] for i in range(15)]
         assert spread[method].mean == pytest.approx(statistics.mean(per_task))
         assert spread[method].std == pytest.approx(statistics.stdev(per_task))
-    # the README's table: DC-PMI 59.4 +- 10.8, LM 57.7 +- 12.1 (in points)
+    # docs/studies.md's table: DC-PMI 59.4 +- 10.8, LM 57.7 +- 12.1 (in points)
     assert round(spread["acc_dcpmi"].mean * 100, 1) == 59.4
     assert round(spread["acc_dcpmi"].std * 100, 1) == 10.8
     assert round(spread["acc"].std * 100, 1) == 12.1
+
+
+def test_summary_is_per_model_not_per_file(tmp_path):
+    """docs/results once held a model's main run beside a folder of its study runs, and the
+    summary showed the study run as a second model (a column of n/a). A model's files are
+    one column, pooling their tasks; a study-only run adds nothing; one model, no summary."""
+    main = results_dict(
+        {"dcpmi_copa": entry(0.5, 0.7, 0.7, 0.6), "dcpmi_cb": entry(0.2, 0.3, 0.4, 0.9)}
+    )
+    more = results_dict({"dcpmi_rte": entry(0.6, 0.5, 0.5, 0.9)})  # another machine's share
+    study = study_results(with_paper_task=False)
+    other = results_dict({"dcpmi_copa": entry(0.9, 0.7, 0.7, 0.6)}, model="gpt2-xl")
+    paths = []
+    for name, data in (("main", main), ("more", more), ("study", study), ("xl", other)):
+        path = tmp_path / name / f"results_{name}.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(data))
+        paths.append(path)
+    runs = report.load_results(paths)
+    assert [r.model for r in runs] == [
+        "gpt2 [results_main]",
+        "gpt2 [results_more]",
+        "gpt2 [results_study]",
+        "gpt2-xl",
+    ]
+    shares = report.summary(runs)
+    assert list(shares["acc_dcpmi"]) == ["gpt2", "gpt2-xl", "overall"]
+    assert shares["acc_dcpmi"]["gpt2"].wins == 2 and shares["acc_dcpmi"]["gpt2"].tasks == 3
+    assert shares["acc_unc"]["gpt2-xl"].wins == 1
+    assert shares["acc_dcpmi"]["overall"].tasks == 4
+    assert "| DC-PMI | 66.7% (2/3) | 0.0% (0/1) | 50.0% (2/4) |" in report.summary_markdown(runs)
+
+    # One model (its main runs and its study run): no summary section, no summary files.
+    one_model = paths[:3]
+    assert "## Best method" not in report.markdown_report(report.load_results(one_model))
+    out = tmp_path / "out"
+    assert report.report_command([str(p) for p in one_model], str(out), ["md", "csv"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["report.csv", "report.md"]
+
+    # Two runs of one model on the same task (a rerun): pooled, copa would count twice,
+    # so each run keeps its own column.
+    rerun = tmp_path / "rerun" / "results_rerun.json"
+    rerun.parent.mkdir()
+    rerun.write_text(json.dumps(results_dict({"dcpmi_copa": entry(0.1, 0.2, 0.3, 0.4)})))
+    shares = report.summary(report.load_results([paths[0], rerun]))
+    assert list(shares["acc"]) == ["gpt2 [results_main]", "gpt2 [results_rerun]", "overall"]
+    assert shares["acc"]["overall"].tasks == 3

@@ -14,7 +14,7 @@ from lm_eval_dcpmi.report.intervals import intervals_csv
 from lm_eval_dcpmi.report.loading import load_results
 from lm_eval_dcpmi.report.options import ExportSummary, write_options_csv
 from lm_eval_dcpmi.report.results import LABELS, ReportError, RunResults
-from lm_eval_dcpmi.report.summary import summary_csv, summary_markdown
+from lm_eval_dcpmi.report.summary import has_summary, summary_csv, summary_markdown
 from lm_eval_dcpmi.report.tables import csv_report, markdown_report
 from lm_eval_dcpmi.report.writing import Output, text_output, write_all
 
@@ -47,7 +47,7 @@ def output_files(
     runs: Sequence[RunResults], text: str, out: Path, chosen: Sequence[str], figures: bool
 ) -> list[Output]:
     """The files of the chosen formats in ``out``, to be written by ``writing.write_all``."""
-    several = len(runs) > 1
+    several = has_summary(runs)  # at least two models with main-table tasks
     with_samples = any(run.has_samples for run in runs)
     outputs: list[Output] = []
     if "md" in chosen:
@@ -96,7 +96,7 @@ def report_command(
     """Print the Markdown report of ``paths`` and, with ``out_dir``, write its files.
 
     Writes into ``out_dir`` (created if needed), by format: ``md`` -> ``report.md`` (and
-    ``summary.md`` with several runs), ``csv`` -> ``report.csv`` (``summary.csv``; with
+    ``summary.md`` with several models), ``csv`` -> ``report.csv`` (``summary.csv``; with
     samples ``intervals.csv``), ``png`` -> ``figure_<model>.png`` per run and
     ``figure_<model>_<study>.png`` per study. ``formats=None`` means all three, PNG
     skipped with a note when matplotlib is missing; naming ``png`` explicitly makes a
@@ -160,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "--out",
         metavar="DIR",
         default=None,
-        help="write report.md/.csv, summary.md/.csv (several runs), intervals.csv (with "
+        help="write report.md/.csv, summary.md/.csv (several models), intervals.csv (with "
         "samples), figure_<model>.png and figure_<model>_<study>.png here",
     )
     parser.add_argument(

@@ -90,6 +90,9 @@ class RunResults:
     # task -> its samples file (results files written with --log_samples)
     samples_files: dict[str, Path] = field(default_factory=dict)
     data: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the results dict
+    # The model's name before ``loading`` made run names unique ("[<date>]" appended):
+    # the summary pools the runs of one model under it.
+    model_name: str = ""
 
     @property
     def main_rows(self) -> list[TaskRow]:
@@ -285,12 +288,14 @@ def run_from_dict(
     limit = number(_mapping(data, "config").get("limit"))
     shots = _mapping(data, "n-shot")
     ordered = task_rows + group_rows
+    label = model_label(data)
     return RunResults(
-        model=model_label(data),
+        model=label,
         rows=ordered,
         source=Path(source) if source is not None else None,
         limit=None if math.isnan(limit) else limit,
         n_shot={r.task: shots[r.task] for r in ordered if r.task in shots},
         studies=studies,
         data=data,
+        model_name=label,
     )

@@ -21,7 +21,7 @@ from lm_eval_dcpmi.report.formatting import (
     score_text,
 )
 from lm_eval_dcpmi.report.results import LABELS, METHODS, RunResults, TaskRow, run_from_dict
-from lm_eval_dcpmi.report.summary import summary_markdown
+from lm_eval_dcpmi.report.summary import has_summary, summary_markdown
 
 INTRODUCTION = (
     "# DC-PMI report\n\nAccuracy (%) of the five scoring methods (Holtzman et al., 2021; "
@@ -50,7 +50,9 @@ def _partial_note(run: RunResults) -> str:
     detail = ", ".join(f"{r.task} {r.n} of {r.n_total}" for r in limited[:4])
     if len(limited) > 4:
         detail += f", and {len(limited) - 4} more"
-    flag = f"--limit {limit_text(run.limit)}" if run.limit is not None else "--limit"
+    # Without a recorded limit the documents were picked another way (--samples, or a
+    # --limit lm-eval did not record): name both.
+    flag = f"--limit {limit_text(run.limit)}" if run.limit is not None else "--limit or --samples"
     return (
         f"**Partial run ({flag})**: not every document was scored"
         + (f" ({detail})" if detail else "")
@@ -121,10 +123,10 @@ def run_section(run: RunResults, *, with_intervals: bool = True) -> str:
 
 
 def markdown_report(runs: Sequence[RunResults], *, title: bool = True) -> str:
-    """A section per run; with several runs, the best-method summary after."""
+    """A section per run; with several models, the best-method summary after."""
     parts = [INTRODUCTION] if title else []
     parts += [run_section(run) for run in runs]
-    if len(runs) > 1:
+    if has_summary(runs):
         parts.append("## Best method, share of tasks\n\n" + summary_markdown(runs))
     return "\n".join(parts)
 

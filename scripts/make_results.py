@@ -1,0 +1,303 @@
+"""Regenerate docs/results and the results tables of README.md and docs/*.md.
+
+    .venv/bin/python scripts/make_results.py           # rewrite them
+    .venv/bin/python scripts/make_results.py --check   # exit 1, naming what is stale
+
+Inputs are the lm-eval results files of runs, ``docs/results/<set>/results_*.json`` (with
+any ``samples_<task>_<date>.jsonl`` that ``--log_samples`` wrote beside them). Each folder
+``<set>`` is one report: ``dcpmi report <its results files> --out docs/results/<set>``
+writes ``report.md``, ``report.csv``, the figures (and ``intervals.csv`` with samples,
+``summary.*`` with several models); outputs left from an earlier run are removed.
+
+In README.md and docs/*.md, the text between ``<!-- results:NAME -->`` and
+``<!-- /results:NAME -->`` is replaced: NAME ``<set>`` gives a caption and the main table
+of every run in the set (a mean row, a time column when the file has
+``dcpmi_task_seconds``; ``+figure`` after the name embeds the run's figure), NAME
+``<set>/<study group or task>`` that study's or task's table. A set with no results file
+gives a placeholder saying where to put one. Adding a run is: put its results file into
+``docs/results/<set>/``, run this script, commit.
+
+Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+import struct
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from lm_eval_dcpmi import report
+from lm_eval_dcpmi.report import studies
+from lm_eval_dcpmi.report.command import FORMATS, write_outputs
+from lm_eval_dcpmi.report.figures import figure_name
+from lm_eval_dcpmi.report.formatting import value_text
+from lm_eval_dcpmi.report.results import METHODS, RunResults, number
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path("docs/results")  # relative to ROOT: report.md names its sources this way
+PAGES = ("README.md", "docs/*.md")
+INPUTS = ("results_*.json", "samples_*.json", "samples_*.jsonl")
+OUTPUTS = ("report.md", "report.csv", "summary.md", "summary.csv", "intervals.csv", "*.png")
+BLOCK = re.compile(
+    r"(?P<open><!-- results:(?P<name>[\w./-]+)(?P<options>(?: \+\w+)*) -->\n)"
+    r"(?P<body>.*?)"
+    r"(?P<close><!-- /results:(?P=name) -->)",
+    re.S,
+)
+
+
+@contextmanager
+def _in(folder: Path) -> Iterator[None]:
+    before = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def result_sets(root: Path = ROOT) -> dict[str, list[Path]]:
+    """``{set: its results files}``, paths relative to ``root``, sets and files sorted."""
+    sets = {}
+    folder = root / RESULTS
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []:
+        files = sorted(sub.glob("results_*.json"))
+        if files:
+            sets[sub.name] = [f.relative_to(root) for f in files]
+    return sets
+
+
+def is_input(path: Path) -> bool:
+    return any(path.match(pattern) for pattern in INPUTS)
+
+
+def write_reports(out: Path, root: Path = ROOT) -> list[Path]:
+    """``dcpmi report`` of every set into ``out/<set>`` (``out`` relative to ``root`` or
+    absolute); removes the outputs of an earlier run that this one did not make. Returns
+    the files written."""
+    written: list[Path] = []
+    with _in(root):
+        for name, files in result_sets(root).items():
+            target = out / name
+            runs = report.load_results([str(f) for f in files])
+            made = write_outputs(runs, report.markdown_report(runs), target, FORMATS, True)
+            for path in set(target.iterdir()) - set(made):
+                if path.is_file() and not is_input(path) and any(path.match(g) for g in OUTPUTS):
+                    path.unlink()
+            written += made
+    return written
+
+
+# ---------------------------------------------------------------- Markdown blocks
+
+
+def _link(target: Path, page: Path) -> str:
+    """``target`` (relative to the root) as a link from the page ``page``."""
+    return Path(os.path.relpath(target, page.parent)).as_posix()
+
+
+def _mean_row(run: RunResults, seconds: dict[str, float] | None) -> str:
+    tasks = run.tasks
+    cells = []
+    for method in METHODS:
+        values = [row.scores.get(method) for row in tasks]
+        if any(v is None for v in values):
+            cells.append(value_text(None))
+        else:
+            cells.append(value_text(math.fsum(values) / len(values)))  # type: ignore[arg-type]
+    line = f"| *mean ({len(tasks)} tasks)* | | " + " | ".join(cells) + " |"
+    if seconds is not None:
+        line += f" {sum(seconds.get(row.task, 0.0) for row in tasks):.0f} |"
+    return line
+
+
+def _caption(run: RunResults, page: Path) -> str:
+    config = run.data.get("config") or {}
+    source = run.source
+    assert source is not None
+    stamp = re.search(r"\d{4}-\d\d-\d\d", source.name)
+    n = sum(row.n or 0 for row in run.tasks)
+    total = sum(row.n_total or row.n or 0 for row in run.tasks)
+    documents = f"{n:,} documents" if n == total else f"{n:,} of {total:,} documents"
+    limit = number(config.get("limit"))
+    if not math.isnan(limit):
+        documents += f" (`--limit {limit:g}`)"
+    folder = source.parent
+    parts = [
+        f"`{run.model_name}`, lm-eval model `{config.get('model', '?')}`, {documents}",
+        *([f"run {stamp.group(0)}"] if stamp else []),
+        f"[results file]({_link(source, page)})",
+        f"[report]({_link(folder / 'report.md', page)})",
+    ]
+    return "; ".join(parts) + "."
+
+
+def _run_table(run: RunResults, page: Path, figure: bool) -> list[str]:
+    seconds = run.data.get("dcpmi_task_seconds")
+    lines = report.markdown_table(run).rstrip("\n").splitlines()
+    if isinstance(seconds, dict):
+        lines[0] += " Time (s) |"
+        lines[1] += "---:|"
+        for i, row in enumerate(run.main_rows, start=2):
+            value = seconds.get(row.task)
+            lines[i] += f" {value} |" if value is not None else " |"
+    else:
+        seconds = None
+    if len(run.tasks) > 1 and not any(row.is_group for row in run.main_rows):
+        lines.append(_mean_row(run, seconds))
+    out = [_caption(run, page), "", *lines]
+    if seconds is not None:
+        out += [
+            "",
+            "Time: each task's wall time in seconds, model loading excluded "
+            "(`scripts/evaluate_tasks.py`).",
+        ]
+    if figure:
+        assert run.source is not None
+        path = run.source.parent / figure_name(run)
+        out += ["", f"![Accuracy per task and method; DC-PMI minus the best other method]"
+                f"({_link(path, page)})"]  # fmt: skip
+    return out
+
+
+def _part_table(runs: list[RunResults], part: str, page: Path) -> list[str]:
+    for run in runs:
+        for study in run.studies:
+            if study.group == part:
+                text = studies.study_markdown(study).splitlines()
+                start = next(i for i, line in enumerate(text) if line.startswith("| Task"))
+                return [_source_line(run, page), "", *text[start:]]
+        rows = [row for row in run.main_rows if row.task == part]
+        if rows:
+            table = report.markdown_table(run, rows).rstrip("\n").splitlines()
+            return [_source_line(run, page), "", *table]
+    raise SystemExit(f"make_results: {page}: no study or task {part!r} in its results")
+
+
+def _source_line(run: RunResults, page: Path) -> str:
+    assert run.source is not None
+    return f"From [`{run.source.name}`]({_link(run.source, page)})."
+
+
+def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
+    """The generated text of the block ``name`` on ``page`` (relative to ``root``)."""
+    set_name, _, part = name.partition("/")
+    files = result_sets(root).get(set_name)
+    if not files:
+        where = (RESULTS / set_name).as_posix()
+        return (
+            f"*No results yet: put the run's lm-eval results file into `{where}/` and run "
+            "`.venv/bin/python scripts/make_results.py`.*\n"
+        )
+    with _in(root):
+        runs = report.load_results([str(f) for f in files])
+    if part:
+        lines = _part_table(runs, part, page)
+    else:
+        lines = []
+        for run in runs:
+            if run.main_rows:
+                lines += ([""] if lines else []) + _run_table(run, page, "+figure" in options)
+    return "\n".join(lines) + "\n"
+
+
+def render_page(text: str, page: Path, root: Path = ROOT) -> str:
+    """``text`` (the page ``page``, relative to ``root``) with every block regenerated."""
+
+    def replace(match: re.Match[str]) -> str:
+        body = block_body(match["name"], match["options"], page, root)
+        return match["open"] + body + match["close"]
+
+    return BLOCK.sub(replace, text)
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    found: list[Path] = []
+    for pattern in PAGES:
+        found += sorted(p.relative_to(root) for p in root.glob(pattern))
+    return found
+
+
+# ---------------------------------------------------------------- checking
+
+
+def png_software(path: Path) -> str | None:
+    """The ``Software`` text chunk of a PNG (matplotlib writes its version there)."""
+    data = path.read_bytes()
+    at = 8
+    while at + 8 <= len(data):
+        (length,) = struct.unpack(">I", data[at : at + 4])
+        kind = data[at + 4 : at + 8]
+        if kind == b"tEXt":
+            key, _, value = data[at + 8 : at + 8 + length].partition(b"\0")
+            if key == b"Software":
+                return value.decode("latin-1")
+        at += 12 + length
+    return None
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    return struct.unpack(">II", path.read_bytes()[16:24])
+
+
+def same_file(committed: Path, made: Path) -> bool:
+    """Equal bytes; for PNGs made by another matplotlib version (fonts and antialiasing
+    may differ), equal pixel sizes."""
+    if committed.suffix == ".png" and png_software(committed) != png_software(made):
+        return png_size(committed) == png_size(made)
+    return committed.read_bytes() == made.read_bytes()
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """What is stale: docs/results against a fresh generation, and every page's blocks."""
+    found = []
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        write_reports(fresh, root)
+        committed = root / RESULTS
+        have = {p.relative_to(committed) for p in committed.rglob("*") if p.is_file()}
+        made = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
+        inputs = {p for p in have if is_input(p)}
+        for path in sorted(made - have):
+            found.append(f"{RESULTS / path}: missing (the command makes it)")
+        for path in sorted(have - made - inputs):
+            found.append(f"{RESULTS / path}: neither an input nor made by the command")
+        for path in sorted(made & have):
+            if not same_file(committed / path, fresh / path):
+                found.append(f"{RESULTS / path}: differs from what the command makes")
+    for page in pages(root):
+        text = (root / page).read_text(encoding="utf-8")
+        if render_page(text, page, root) != text:
+            found.append(f"{page}: a results block differs from what the command makes")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        found = problems()
+        for line in found:
+            print(f"make_results: {line}", file=sys.stderr)
+        return 1 if found else 0
+    for path in write_reports(ROOT / RESULTS):
+        print(f"wrote {path.relative_to(ROOT) if path.is_absolute() else path}")
+    for page in pages():
+        text = (ROOT / page).read_text(encoding="utf-8")
+        new = render_page(text, page)
+        if new != text:
+            (ROOT / page).write_text(new, encoding="utf-8")
+            print(f"updated {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""The README and docs/: the committed results are what ``scripts/make_results.py`` makes
+from the committed results files, and the pages' links and commands hold.
+
+No model, no lm-eval: the generation reads results JSON files only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+SPEC = importlib.util.spec_from_file_location("make_results", ROOT / "scripts" / "make_results.py")
+assert SPEC is not None and SPEC.loader is not None
+make_results = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(make_results)
+
+RESULTS = ROOT / "docs" / "results"
+LIMIT100 = "docs/results/limit100/results_2026-11-30T20-39-07.json"
+
+
+def block(text: str, name: str) -> str:
+    match = re.search(
+        rf"<!-- results:{re.escape(name)}(?: \+\w+)* -->\n(.*?)<!-- /results:", text, re.S
+    )
+    assert match is not None, f"no block results:{name}"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory) -> Path:
+    """docs/results made again from the committed inputs, in a temporary folder."""
+    out = tmp_path_factory.mktemp("results")
+    make_results.write_reports(out)
+    return out
+
+
+def test_docs_results_are_exactly_the_inputs_and_what_the_command_makes(fresh):
+    committed = {p.relative_to(RESULTS) for p in RESULTS.rglob("*") if p.is_file()}
+    made = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
+    inputs = {p for p in committed if make_results.is_input(p)}
+    assert LIMIT100.removeprefix("docs/results/") in {str(p) for p in inputs}
+    assert committed - inputs == made  # no stale or timestamped leftovers, nothing missing
+    for path in sorted(made):
+        assert make_results.same_file(RESULTS / path, fresh / path), (
+            f"docs/results/{path} differs: run .venv/bin/python scripts/make_results.py"
+        )
+    # The studies are reported as studies of the one model: no summary of "models".
+    assert not any(p.name.startswith("summary") for p in made)
+    report = (fresh / "limit100" / "report.md").read_text()
+    assert f"Source: `{LIMIT100}`" in report
+    assert "| dcpmi_obqa | 100 / 500 | 10.0 | 17.0 | 26.0 | 32.0 | **34.0** |" in report
+
+
+def test_every_results_block_is_what_the_command_makes():
+    pages = make_results.pages()
+    assert Path("README.md") in pages and Path("docs/studies.md") in pages
+    for page in pages:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        assert make_results.render_page(text, page) == text, (
+            f"{page}: stale results block; run .venv/bin/python scripts/make_results.py"
+        )
+
+
+def test_readme_blocks_hold_the_runs_numbers():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    data = json.loads((ROOT / LIMIT100).read_text())
+    quick = block(readme, "limit100")
+    rows = {line.split(" | ")[0][2:]: line for line in quick.splitlines() if line.startswith("| ")}
+    copa = data["results"]["dcpmi_copa"]
+    assert rows["dcpmi_copa"] == (
+        f"| dcpmi_copa | 100 / 500 | {100 * copa['acc_unc,none']:.1f} | "
+        f"{100 * copa['acc,none']:.1f} | **{100 * copa['acc_avg,none']:.1f}** | "
+        f"{100 * copa['acc_norm,none']:.1f} | {100 * copa['acc_dcpmi,none']:.1f} | "
+        f"{data['dcpmi_task_seconds']['dcpmi_copa']} |"
+    )
+    assert rows["*mean (16 tasks)*"] == (
+        "| *mean (16 tasks)* | | 28.6 | 42.5 | 44.7 | 43.3 | 45.6 | 809 |"
+    )
+    assert "1,556 of 38,350 documents (`--limit 100`)" in quick
+    full = block(readme, "full")
+    if not (RESULTS / "full").is_dir():
+        assert full.startswith("*No results yet: put the run's lm-eval results file into")
+
+
+def test_adding_a_full_run_is_dropping_its_file_in(tmp_path):
+    """The lead's step: a results file into docs/results/full, rerun, and the README's
+    full block becomes its table and figure (here: the --limit 100 file, relabelled)."""
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    shutil.copy(ROOT / "README.md", root / "README.md")
+    shutil.copytree(RESULTS / "limit100", root / "docs/results/limit100")
+    data = json.loads((ROOT / LIMIT100).read_text())
+    data["config"]["limit"] = None
+    data["config"]["model"] = "hf-prefix"
+    for counts in data["n-samples"].values():
+        counts["original"] = counts["effective"]
+    full = root / "docs/results/full/results_2026-12-02T00-00-00.json"
+    full.parent.mkdir()
+    full.write_text(json.dumps(data))
+    made = make_results.write_reports(root / "docs/results", root)
+    assert root / "docs/results/full/figure_SmolLM2-135M-Instruct.Q4_1.png" in made
+    text = make_results.render_page((root / "README.md").read_text(), Path("README.md"), root)
+    new = block(text, "full")
+    assert new.startswith(
+        "`SmolLM2-135M-Instruct.Q4_1`, lm-eval model `hf-prefix`, 1,556 documents;"
+    )
+    assert "| dcpmi_cb | 56 | **50.0** | 44.6 | 44.6 | 37.5 | 42.9 | 11.8 |" in new
+    assert "![Accuracy per task" in new
+    assert "(docs/results/full/figure_SmolLM2-135M-Instruct.Q4_1.png)" in new
+    assert block(text, "limit100") == block((ROOT / "README.md").read_text(), "limit100")
+
+
+def test_relative_links_of_readme_and_docs_resolve():
+    for page in make_results.pages():
+        text = (ROOT / page).read_text(encoding="utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if target.startswith(("http://", "https://", "#")):
+                continue
+            path = (ROOT / page).parent / target.split("#")[0]
+            assert path.exists(), f"{page}: link to {target}, which does not exist"
+
+
+def test_readme_opens_with_the_two_commands_and_stays_short():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
+    assert [line.split()[0] for line in first_block.splitlines()] == [
+        "scripts/demo.sh",
+        "scripts/test.sh",
+    ]
+    for script in ("demo.sh", "test.sh"):
+        assert (ROOT / "scripts" / script).stat().st_mode & 0o111
+    assert 'dcpmi" run --tasks dcpmi_copa "$@"' in (ROOT / "scripts" / "demo.sh").read_text()
+    assert "OLDEST_LM_EVAL=0.4.12" in (ROOT / "scripts" / "test.sh").read_text()
+    assert len(readme.splitlines()) <= 260
