@@ -38,6 +38,7 @@ def parse_namespace(argv: Sequence[str]) -> argparse.Namespace:
     """
     from lm_eval._cli import HarnessCLI
 
+    _check_json_options(argv)
     saved = sys.argv
     sys.argv = ["lm_eval", *argv]
     try:
@@ -46,6 +47,36 @@ def parse_namespace(argv: Sequence[str]) -> argparse.Namespace:
         raise DCPMIError(f"lm-eval: {err}{_first_json_error(argv)}") from None
     finally:
         sys.argv = saved
+
+
+# Options whose value may be a JSON object. lm-eval releases read them differently (0.4.12
+# parses --metadata with json.loads and exits through argparse's usage message; 0.4.13
+# raises "Invalid JSON" without the position), so bad JSON is refused here first.
+_JSON_OPTIONS = ("--metadata", "--model_args", "-a", "--samples", "-E")
+
+
+def _check_json_options(argv: Sequence[str]) -> None:
+    for option, value in _option_values(argv):
+        if option in _JSON_OPTIONS and value.lstrip().startswith("{"):
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as err:
+                raise DCPMIError(
+                    f"{option} {value!r} is not JSON: {err.msg} at column {err.colno}; "
+                    "write a JSON object with double-quoted names and strings"
+                ) from None
+
+
+def _option_values(argv: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(option, value) for ``--option value`` and ``--option=value`` in ``argv``."""
+    for index, item in enumerate(argv):
+        if not item.startswith("-"):
+            continue
+        option, equals, value = item.partition("=")
+        if equals:
+            yield option, value
+        elif index + 1 < len(argv):
+            yield option, argv[index + 1]
 
 
 def _first_json_error(argv: Sequence[str]) -> str:
