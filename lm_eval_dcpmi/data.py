@@ -98,7 +98,7 @@ def locate(file: str, data_dir: str | os.PathLike | None = None, *, folder: bool
     if not folder and path.is_dir():
         raise DataError(
             f"{path} is a folder, but {file} must be a file; put the file itself there "
-            "(see the README's task table)."
+            "(docs/tasks.md lists each task's file)."
         )
     return path
 
@@ -118,7 +118,8 @@ def _find(file: str, data_dir: str | os.PathLike | None) -> Path:
         if not path.exists():
             raise DataError(
                 f"{path} not found: the data folder {root} has no {file}. Copy the upstream "
-                f"file there (see the README's task table) or unset {DATA_DIR_ENV} to download it."
+                f"file there (docs/tasks.md lists each task's file) or unset {DATA_DIR_ENV} "
+                "to download it."
             )
         return path
     return _download(file)

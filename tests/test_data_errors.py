@@ -76,7 +76,7 @@ def test_folder_where_a_file_belongs(tmp_path, loader, file, record, first):
         loader(file, record, data_dir=tmp_path)
     assert str(caught.value) == (
         f"{tmp_path / file} is a folder, but {file} must be a file; put the file itself there "
-        "(see the README's task table)."
+        "(docs/tasks.md lists each task's file)."
     )
 
 
