@@ -15,7 +15,11 @@ of every run in the set (a mean row, a time column when the file has
 ``dcpmi_task_seconds``; ``+figure`` after the name embeds the run's figure), NAME
 ``<set>/<study group or task>`` that study's or task's table. A set with no results file
 gives a placeholder saying where to put one. Adding a run is: put its results file into
-``docs/results/<set>/``, run this script, commit.
+``docs/results/<set>/``, run this script, commit. ``--add RESULTS_FILE --set NAME`` does the
+first step for a run with ``--log_samples``: it copies the results file and writes each
+samples file beside it as ``samples_<task>_<date>.jsonl.gz`` trimmed to what the report's
+intervals and paired tests read (doc_id, doc_hash, filter, target and each metric's
+per-document value; a full run's untrimmed samples are ~1 GB of prompts).
 
 Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
 """
@@ -23,9 +27,12 @@ Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import math
 import os
 import re
+import shutil
 import struct
 import sys
 import tempfile
@@ -43,7 +50,9 @@ from lm_eval_dcpmi.report.results import METHODS, RunResults, number
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path("docs/results")  # relative to ROOT: report.md names its sources this way
 PAGES = ("README.md", "docs/*.md")
-INPUTS = ("results_*.json", "samples_*.json", "samples_*.jsonl")
+INPUTS = ("results_*.json", "samples_*.json", "samples_*.jsonl", "samples_*.jsonl.gz")
+# What a trimmed sample keeps: its identity and every per-document metric value.
+KEPT = ("doc_id", "doc_hash", "filter", "target", *METHODS, "truncated", "unranked")
 OUTPUTS = ("report.md", "report.csv", "summary.md", "summary.csv", "intervals.csv", "*.png")
 BLOCK = re.compile(
     r"(?P<open><!-- results:(?P<name>[\w./-]+)(?P<options>(?: \+\w+)*) -->\n)"
@@ -92,6 +101,26 @@ def write_reports(out: Path, root: Path = ROOT) -> list[Path]:
                 if path.is_file() and not is_input(path) and any(path.match(g) for g in OUTPUTS):
                     path.unlink()
             written += made
+    return written
+
+
+def add_run(results_file: Path, set_name: str, root: Path = ROOT) -> list[Path]:
+    """Copy ``results_file`` into ``docs/results/<set_name>/`` with its samples files
+    trimmed (``KEPT``) and gzipped; returns the files written."""
+    target = root / RESULTS / set_name
+    target.mkdir(parents=True, exist_ok=True)
+    written = [Path(shutil.copy2(results_file, target / results_file.name))]
+    stamp = results_file.name.removeprefix("results_").removesuffix(".json")
+    for samples in sorted(results_file.parent.glob(f"samples_*_{stamp}.jsonl")):
+        out = target / (samples.name + ".gz")
+        # mtime=0: the same samples give the same bytes (make_results --check compares them)
+        with samples.open(encoding="utf-8") as lines, gzip.GzipFile(out, "wb", mtime=0) as gz:
+            for line in lines:
+                if line.strip():
+                    sample = json.loads(line)
+                    kept = {key: sample[key] for key in KEPT if key in sample}
+                    gz.write((json.dumps(kept) + "\n").encode("utf-8"))
+        written.append(out)
     return written
 
 
@@ -282,7 +311,14 @@ def problems(root: Path = ROOT) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
+    parser.add_argument("--add", type=Path, help="a run's results file to add first (--set)")
+    parser.add_argument("--set", dest="set_name", help="the folder under docs/results for --add")
     args = parser.parse_args(argv)
+    if args.add is not None:
+        if not args.set_name or not args.add.is_file():
+            parser.error("--add takes an existing results file, and --set the folder's name")
+        for path in add_run(args.add, args.set_name):
+            print(f"added {path.relative_to(ROOT)}")
     if args.check:
         found = problems()
         for line in found:

@@ -6,6 +6,7 @@ No model, no lm-eval: the generation reads results JSON files only.
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import re
@@ -138,3 +139,41 @@ def test_readme_opens_with_the_two_commands_and_stays_short():
     assert 'dcpmi" run --tasks dcpmi_copa "$@"' in (ROOT / "scripts" / "demo.sh").read_text()
     assert "OLDEST_LM_EVAL=0.4.12" in (ROOT / "scripts" / "test.sh").read_text()
     assert len(readme.splitlines()) <= 260
+
+
+def test_add_run_keeps_what_the_report_reads_and_drops_the_prompts(tmp_path):
+    from test_report_samples import ten_document_run
+
+    from lm_eval_dcpmi.report import load_results
+
+    source = ten_document_run(tmp_path / "run")
+    copa = source.with_name(f"samples_dcpmi_copa_{make_results_stamp(source)}.jsonl")
+    lines = [json.loads(line) for line in copa.read_text().splitlines()]
+    for line in lines:  # what lm-eval logs beside the metrics
+        line.update(arguments={"gen_args_0": {"arg_0": "a long article", "arg_1": " x"}})
+        line.update(resps=[[["-1.5", "False"]]], doc={"premise": "a long article"})
+    copa.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    root = tmp_path / "project"
+    written = make_results.add_run(source, "full", root)
+    names = sorted(path.name for path in written)
+    stamp = make_results_stamp(source)
+    assert names == [
+        source.name,
+        f"samples_dcpmi_cb_{stamp}.jsonl.gz",
+        f"samples_dcpmi_copa_{stamp}.jsonl.gz",
+    ]
+    (original,) = load_results([source])
+    (added,) = load_results([root / "docs" / "results" / "full" / source.name])
+    assert set(added.samples_files) == {"dcpmi_copa", "dcpmi_cb"}
+    for mine, theirs in zip(added.rows, original.rows, strict=True):
+        assert mine.per_doc == theirs.per_doc and mine.per_doc
+    kept = gzip.decompress((root / "docs/results/full" / names[2]).read_bytes()).decode()
+    assert "long article" not in kept and json.loads(kept.splitlines()[3])["doc_id"] == 3
+    # The same samples give the same bytes (make_results --check compares files).
+    again = make_results.add_run(source, "again", root)
+    assert again[2].read_bytes() == (root / "docs/results/full" / names[2]).read_bytes()
+
+
+def make_results_stamp(results_file: Path) -> str:
+    return results_file.name.removeprefix("results_").removesuffix(".json")

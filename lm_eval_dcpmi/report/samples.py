@@ -6,11 +6,14 @@ a DC-PMI task's first half are the conditional requests, the second half the dom
 requests, both in option order), ``filtered_resps`` (the matching
 [loglikelihood, is_greedy] pairs), ``target`` and the per-document metric values.
 The JSONL file stores arguments as ``{"gen_args_<i>": {"arg_0": ..., "arg_1": ...}}`` and
-numbers as strings; ``simple_evaluate`` keeps tuples and floats. Both are read here.
+numbers as strings; ``simple_evaluate`` keeps tuples and floats. Both are read here, and
+gzipped files (``samples_<task>_<date>.jsonl.gz``, e.g. the trimmed per-document metrics
+that ``scripts/make_results.py --add`` commits for a full run).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,9 +34,11 @@ def samples_files(results_file: Path, tasks: Iterable[str]) -> dict[str, Path]:
     stamp = match.group("stamp")
     found = {}
     for task in tasks:
-        path = results_file.with_name(f"samples_{task}_{stamp}.jsonl")
-        if path.is_file():
-            found[task] = path
+        for suffix in (".jsonl", ".jsonl.gz"):
+            path = results_file.with_name(f"samples_{task}_{stamp}{suffix}")
+            if path.is_file():
+                found[task] = path
+                break
     return found
 
 
@@ -42,8 +47,12 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     not a JSON object."""
     samples = []
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as file:
+                lines = file.read().splitlines()
+        else:
+            lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError, EOFError) as error:
         raise ReportError(f"{path}: cannot be read as a samples file ({error})") from None
     for number_, line in enumerate(lines, start=1):
         if not line.strip():
