@@ -44,7 +44,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 import torch
@@ -212,6 +212,9 @@ class PrefixHFLM(SelfCheck, HFLM):
             with lock:
                 score(pair, value, greedy)
 
+        # A failed worker, or SIGTERM / Ctrl-C in the main thread, stops the other workers
+        # at their next pass (leaving the pool waits for them: a whole plan otherwise).
+        stop = threading.Event()
         # torch's thread count is process-wide: one scoring with workers at a time.
         with _ONE_AT_A_TIME:
             threads = torch.get_num_threads()
@@ -219,16 +222,31 @@ class PrefixHFLM(SelfCheck, HFLM):
             try:
                 with ThreadPoolExecutor(len(groups), thread_name_prefix="hf-prefix") as pool:
                     share = budget.shared(len(groups))
-                    futures = [pool.submit(self._run_plan, g, share, locked, setup) for g in groups]
+                    futures = [
+                        pool.submit(self._run_plan, g, share, locked, setup, stop) for g in groups
+                    ]
+                    try:
+                        wait(futures, return_when=FIRST_EXCEPTION)
+                    finally:
+                        stop.set()
                     for future in futures:
                         future.result()
             finally:
                 torch.set_num_threads(threads)
 
-    def _run_plan(self, tops: Sequence[Node], budget: Budget, score: Score, setup: Setup) -> None:
+    def _run_plan(
+        self,
+        tops: Sequence[Node],
+        budget: Budget,
+        score: Score,
+        setup: Setup,
+        stop: threading.Event | None = None,
+    ) -> None:
         held: dict[int, Kept] = {}
         with self._inference():  # grad mode and autocast are per thread
             for step in plan(tops, budget, PACK_ROW if setup.packed else 0):
+                if stop is not None and stop.is_set():
+                    return  # another worker failed or the run was stopped: _score raises
                 if isinstance(step, Release):
                     del held[step.id]
                     continue

@@ -276,3 +276,35 @@ def test_one_worker_and_two_score_alike(hf_lm, task_manager):
         for n in (1, 2)
     )
     _assert_same(one, two, [f"{pair!r:.80}" for pair in pairs])
+
+
+def test_a_failing_worker_stops_the_others(hf_lm, monkeypatch):
+    """One worker's error ends the scoring at once: the other worker stops at its next
+    pass instead of running its whole plan (leaving the pool waits for it), and the error
+    is the one raised. SIGTERM and Ctrl-C in the main thread take the same way out."""
+    import threading
+
+    from lm_eval_dcpmi.prefix_lm import PrefixHFLM
+
+    lm = _prefix_lm(hf_lm, prefix_workers=2, batch_size=1)
+    forward = PrefixHFLM._forward
+    calls = []
+    failed = threading.Event()
+
+    def first_fails(self, *args, **kwargs):
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            failed.set()
+            raise RuntimeError("the first pass broke")
+        failed.wait(5)  # the other worker's passes come after the failure
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(PrefixHFLM, "_forward", first_fails)
+    # Premises that share no first token: 20 subtrees of one pass each (batch size 1),
+    # 10 per worker.
+    words = "Apples Birds Cats Dogs Eggs Fish Goats Hats Ice Jam Kites Lamps Mice Nuts Owls"
+    words += " Pigs Quilts Rats Socks Trees"
+    pairs = [(f"{word} are here.", f" option {j}") for word in words.split() for j in "ab"]
+    with pytest.raises(RuntimeError, match="the first pass broke"):
+        lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    assert 1 <= len(calls) <= 3, calls  # without the stop: 1 + the other worker's ~10
