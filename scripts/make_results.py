@@ -27,6 +27,7 @@ Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import math
@@ -40,7 +41,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lm_eval_dcpmi import report
+from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.report import studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
@@ -147,6 +148,50 @@ def _mean_row(run: RunResults, seconds: dict[str, float] | None) -> str:
     return line
 
 
+def join_parts(runs: list[RunResults]) -> list[tuple[RunResults, list[RunResults]]]:
+    """``(run, its parts)``: the runs of one model over disjoint tasks (a suite scored in
+    several runs, e.g. ``docs/results/full``) joined into one run whose rows are all their
+    tasks in paper order; any other run alone."""
+    by_model: dict[str, list[RunResults]] = {}
+    for run in runs:
+        by_model.setdefault(run.model_name, []).append(run)
+    order = {task: i for i, task in enumerate(paper.paper_order())}
+    joined = []
+    for group in by_model.values():
+        tasks = [row.task for run in group for row in run.main_rows]
+        plain = all(run.main_rows == run.tasks and not run.studies for run in group)
+        if len(group) > 1 and plain and len(tasks) == len(set(tasks)):
+            rows = sorted(
+                (row for run in group for row in run.tasks),
+                key=lambda row: order.get(row.task, len(order)),
+            )
+            data = dict(group[0].data)
+            seconds = [run.data.get("dcpmi_task_seconds") for run in group]
+            data.pop("dcpmi_task_seconds", None)
+            if all(isinstance(part, dict) for part in seconds):
+                data["dcpmi_task_seconds"] = {k: v for part in seconds for k, v in part.items()}
+            joined.append((dataclasses.replace(group[0], rows=rows, data=data), group))
+        else:
+            joined += [(run, [run]) for run in group]
+    return joined
+
+
+def _parts_caption(run: RunResults, parts: list[RunResults], page: Path) -> str:
+    n = sum(row.n or 0 for row in run.tasks)
+    total = sum(row.n_total or row.n or 0 for row in run.tasks)
+    documents = f"{n:,} documents" if n == total else f"{n:,} of {total:,} documents"
+    models = sorted({str((part.data.get("config") or {}).get("model", "?")) for part in parts})
+    sources = [part.source for part in parts if part.source is not None]
+    files = [f"[{source.name}]({_link(source, page)})" for source in sources]
+    folder = sources[0].parent
+    return (
+        f"`{run.model_name}`, lm-eval model `{'`, `'.join(models)}`, {documents} of "
+        f"{len(run.tasks)} tasks, scored in {len(parts)} runs (results files "
+        + ", ".join(files)
+        + f"); [report]({_link(folder / 'report.md', page)})."
+    )
+
+
 def _caption(run: RunResults, page: Path) -> str:
     config = run.data.get("config") or {}
     source = run.source
@@ -168,7 +213,9 @@ def _caption(run: RunResults, page: Path) -> str:
     return "; ".join(parts) + "."
 
 
-def _run_table(run: RunResults, page: Path, figure: bool) -> list[str]:
+def _run_table(
+    run: RunResults, page: Path, figure: bool, parts: list[RunResults] | None = None
+) -> list[str]:
     seconds = run.data.get("dcpmi_task_seconds")
     lines = report.markdown_table(run).rstrip("\n").splitlines()
     if isinstance(seconds, dict):
@@ -181,14 +228,15 @@ def _run_table(run: RunResults, page: Path, figure: bool) -> list[str]:
         seconds = None
     if len(run.tasks) > 1 and not any(row.is_group for row in run.main_rows):
         lines.append(_mean_row(run, seconds))
-    out = [_caption(run, page), "", *lines]
+    caption = _parts_caption(run, parts, page) if parts and len(parts) > 1 else _caption(run, page)
+    out = [caption, "", *lines]
     if seconds is not None:
         out += [
             "",
             "Time: each task's wall time in seconds, model loading excluded "
             "(`scripts/evaluate_tasks.py`).",
         ]
-    if figure:
+    if figure and not (parts and len(parts) > 1):  # figures are per results file
         assert run.source is not None
         path = run.source.parent / figure_name(run)
         out += ["", f"![Accuracy per task and method; DC-PMI minus the best other method]"
@@ -231,9 +279,10 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
         lines = _part_table(runs, part, page)
     else:
         lines = []
-        for run in runs:
+        for run, parts in join_parts(runs):
             if run.main_rows:
-                lines += ([""] if lines else []) + _run_table(run, page, "+figure" in options)
+                table = _run_table(run, page, "+figure" in options, parts)
+                lines += ([""] if lines else []) + table
     return "\n".join(lines) + "\n"
 
 

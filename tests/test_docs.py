@@ -177,3 +177,25 @@ def test_add_run_keeps_what_the_report_reads_and_drops_the_prompts(tmp_path):
 
 def make_results_stamp(results_file: Path) -> str:
     return results_file.name.removeprefix("results_").removesuffix(".json")
+
+
+def test_a_suite_scored_in_parts_is_one_table(tmp_path):
+    """docs/results/full holds a model's suite scored in several runs (disjoint tasks):
+    its block is one table of all their tasks in paper order, with one mean row."""
+    from test_report import entry, results_dict
+
+    folder = tmp_path / "docs" / "results" / "full"
+    folder.mkdir(parents=True)
+    first = {"dcpmi_cb": entry(0.1, 0.2, 0.3, 0.5, n=56, norm=0.2)}
+    second = {"dcpmi_copa": entry(0.5, 0.6, 0.6, 0.7, n=500, norm=0.6)}
+    for stamp, rows in (("2026-12-01T10-00-00", first), ("2026-12-01T11-00-00", second)):
+        (folder / f"results_{stamp}.json").write_text(json.dumps(results_dict(rows, model="m")))
+    body = make_results.block_body("full", " +figure", Path("README.md"), tmp_path)
+    tables = [line for line in body.splitlines() if line.startswith("| Task")]
+    assert len(tables) == 1, body
+    rows = [line.split("|")[1].strip() for line in body.splitlines() if line.startswith("| ")]
+    assert rows == ["Task", "dcpmi_copa", "dcpmi_cb", "*mean (2 tasks)*"]
+    mean = next(line for line in body.splitlines() if line.startswith("| *mean"))
+    assert "| 30.0 | 40.0 | 45.0 | 40.0 | 60.0 |" in mean  # Unc LM Avg Char DC-PMI
+    assert "scored in 2 runs" in body and "results_2026-12-01T10-00-00.json" in body
+    assert "![" not in body  # figures are per results file
