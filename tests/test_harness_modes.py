@@ -42,10 +42,7 @@ def pairs_of(sample: dict) -> list[tuple[str, str]]:
 
 def recompute(sample: dict, n_tokens: list[int]) -> dict[str, float]:
     conditional, domain = conditional_and_domain([float(r[0]) for r in sample["filtered_resps"]])
-    options = [
-        continuation for _context, continuation in conditional_and_domain(pairs_of(sample))[0]
-    ]
-    n_chars = [len(option) for option in options]
+    n_chars = [len(option) for _context, option in conditional_and_domain(pairs_of(sample))[0]]
     return expected_metrics(conditional, domain, sample["doc"]["gold"], n_tokens, n_chars)
 
 
