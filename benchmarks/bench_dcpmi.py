@@ -126,6 +126,7 @@ def run_worker(args: argparse.Namespace) -> None:
     from lm_eval.tasks import TaskManager
 
     from lm_eval_dcpmi import task_configs_dir
+    from lm_eval_dcpmi.layout import conditional_and_domain
 
     model_args = parse_model_args(args.model_args)
     started = time.perf_counter()
@@ -137,8 +138,8 @@ def run_worker(args: argparse.Namespace) -> None:
         by_doc.setdefault(instance.doc_id, []).append(instance)
     for doc_id in by_doc:
         by_doc[doc_id].sort(key=lambda i: i.idx)
-        if args.config == "conditional":  # DCPMITask: conditional requests first, then domain
-            by_doc[doc_id] = by_doc[doc_id][: len(by_doc[doc_id]) // 2]
+        if args.config == "conditional":  # the conditional half of each DCPMITask document
+            by_doc[doc_id] = conditional_and_domain(by_doc[doc_id])[0]
     instances = [i for doc_id in sorted(by_doc) for i in by_doc[doc_id]]
 
     backend = "hf-prefix" if args.config == "hf-prefix" else "hf"

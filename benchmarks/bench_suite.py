@@ -119,15 +119,15 @@ class Forwarded:
 
 def predictions(task: Any, by_doc: dict[int, list[Any]], answers: dict[int, list[float]]) -> list:
     """Every document's predicted option under every method (``scoring.predictions``)."""
+    from lm_eval_dcpmi.layout import conditional_and_domain
     from lm_eval_dcpmi.scoring import predictions as predict
 
     out = []
     for doc_id, (instances, encoded) in sorted(by_doc.items()):
-        n = len(instances) // 2
-        lls = answers[doc_id]
-        n_tokens = [len(cont) for _, _, cont in encoded[:n]]
+        conditional, domain = conditional_and_domain(answers[doc_id])
+        n_tokens = [len(cont) for _, _, cont in conditional_and_domain(encoded)[0]]
         n_chars = [len(choice) for choice in task.doc_to_choice(instances[0].doc)]
-        out.append(predict(lls[:n], lls[n:], n_tokens, n_chars))
+        out.append(predict(conditional, domain, n_tokens, n_chars))
     return out
 
 

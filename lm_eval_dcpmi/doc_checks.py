@@ -20,6 +20,7 @@ from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
+from lm_eval_dcpmi.layout import labelled
 from lm_eval_dcpmi.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -207,13 +208,11 @@ def check_token_counts(
     """What lm-eval's HF models assert of every request (``HFLM._loglikelihood_tokens``):
     a context and a continuation of at least one token, a continuation of at most
     ``max_length`` tokens, counted as ``TemplateLM._encode_pair`` splits the pair."""
-    n_options = len(requests) // 2
-    for number, (request, (n_context, n_continuation)) in enumerate(
-        zip(requests, counts, strict=True)
+    for kind, option_index, (request, (n_context, n_continuation)) in labelled(
+        list(zip(requests, counts, strict=True))
     ):
-        kind = "conditional" if number < n_options else "domain"
         context, continuation = request.arguments[:2]
-        option = f"option {number % n_options} ({_shown(continuation)})"
+        option = f"option {option_index} ({_shown(continuation)})"
         if n_continuation > max_length:
             problem = (
                 f"is {n_continuation} tokens long in its {kind} request, more than the model's "
@@ -278,9 +277,7 @@ def check_cached_requests(task: Any, cached: Sequence[Instance], built: Sequence
                 f"the cache holds {len(old[doc_id])} requests, the task builds "
                 f"{len(new[doc_id])} now: {STALE_CACHE}",
             )
-        n_options = len(new[doc_id]) // 2
-        for number, (was, now) in enumerate(zip(old[doc_id], new[doc_id], strict=True)):
-            kind = "conditional" if number < n_options else "domain"
+        for kind, _option, (was, now) in labelled(list(zip(old[doc_id], new[doc_id], strict=True))):
             for part, a, b in zip(
                 ("context", "continuation"), was.arguments[:2], now.arguments[:2], strict=True
             ):

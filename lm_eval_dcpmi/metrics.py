@@ -1,8 +1,10 @@
 """The plugin's metrics as lm-eval knows them: registered by name, with aggregations.
 
-``dcpmi_metric_list`` gives a DC-PMI task its ``metric_list``: the task's own metrics,
-then the plugin's accuracies (mean) and counts (sum), so lm-eval's public config, not
-its private dicts, declares what the task reports.
+Both read ``scoring.METRICS``. The registration gives a metric that a user's own
+``metric_list`` names without an aggregation the table's (``truncated`` and ``unranked``
+are summed). ``dcpmi_metric_list`` gives a DC-PMI task its ``metric_list``: the task's
+own metrics, then the plugin's accuracies (mean) and counts (sum), so lm-eval's public
+config, not its private dicts, declares what the task reports.
 """
 
 from __future__ import annotations
@@ -10,10 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lm_eval.api.registry import DEFAULT_METRIC_REGISTRY, metric_registry, register_metric
+import lm_eval.api.metrics  # noqa: F401  (lm-eval's own aggregations: "mean", before "sum")
+from lm_eval.api.registry import (
+    AGGREGATION_REGISTRY,
+    DEFAULT_METRIC_REGISTRY,
+    metric_registry,
+    register_aggregation,
+    register_metric,
+)
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.scoring import METRICS
 
 
 def total(items: list[float]) -> float:
@@ -25,15 +34,24 @@ def _per_document(items: Any) -> Any:  # lm-eval's own metric functions pass val
     return items
 
 
+# lm-eval has no "sum" aggregation; a metric registered with one needs it in the registry
+# (lm-eval names a metric's default aggregation by looking its function up there).
+if "sum" not in AGGREGATION_REGISTRY:
+    register_aggregation("sum")(total)
+
 # Register the plugin's metrics with lm-eval, so that a metric_list names them like its own.
-for _metric in (*ACCURACIES, *COUNTS):
-    if _metric not in metric_registry:
+for _metric in METRICS:
+    if _metric.name not in metric_registry:
         register_metric(
-            metric=_metric,
-            higher_is_better=_metric in ACCURACIES,
+            metric=_metric.name,
+            higher_is_better=_metric.higher_is_better,
             output_type="multiple_choice",
-            aggregation="mean",
+            aggregation=_metric.aggregation,
         )(_per_document)
+
+# The aggregations dcpmi_metric_list writes: the function `total` itself, not "sum", so
+# that results files record the same config as before the registration above.
+_LISTED_AGGREGATION: dict[str, Any] = {"mean": "mean", "sum": total}
 
 
 def dcpmi_metric_list(configured: Sequence[dict] | None) -> list[dict]:
@@ -51,12 +69,12 @@ def dcpmi_metric_list(configured: Sequence[dict] | None) -> list[dict]:
             "(acc_unc and acc_dcpmi, with a domain premise): remove it from metric_list."
         )
     ours = [
-        {"metric": name, "aggregation": "mean", "higher_is_better": True}
-        for name in ACCURACIES
-        if name not in names
-    ] + [
-        {"metric": name, "aggregation": total, "higher_is_better": False}
-        for name in COUNTS
-        if name not in names
+        {
+            "metric": metric.name,
+            "aggregation": _LISTED_AGGREGATION[metric.aggregation],
+            "higher_is_better": metric.higher_is_better,
+        }
+        for metric in METRICS
+        if metric.name not in names
     ]
     return [*configured, *ours]

@@ -1,25 +1,63 @@
 """The decision rules of the DC-PMI paper (and lm-eval's acc_norm), as pure functions.
 
-Every metric name the plugin reports is defined here; reports and tests import them.
+Every metric the plugin reports is one row of ``METRICS``: its name, report label,
+rule, aggregations and direction. lm-eval's registration and ``metric_list``
+(``metrics``), the reports, the group YAMLs' ``aggregate_metric_list`` (kept equal by
+tests/test_metric_table.py) and the generators in scripts/ all read that table.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-# Accuracy metric -> the method's name in reports, in the reports' column order.
-METHODS: dict[str, str] = {
-    "acc_unc": "Unc",  # log P(y | domain premise)
-    "acc": "LM",  # log P(y | premise)
-    "acc_avg": "Avg",  # log P(y | premise) / tokens of y
-    "acc_norm": "Char",  # log P(y | premise) / characters of y (lm-eval's acc_norm)
-    "acc_dcpmi": "DC-PMI",  # log P(y | premise) - log P(y | domain premise)
-}
+
+@dataclass(frozen=True)
+class Metric:
+    """One per-document metric of a DC-PMI task."""
+
+    name: str  # lm-eval's metric name (results show "<name>,none")
+    label: str  # its column heading in reports
+    kind: Literal["accuracy", "count"]  # accuracy: 1.0/0.0 per document; count: 0, 1, 2...
+    rule: str  # what decides it: an accuracy's score (highest wins), a count's what
+    aggregation: Literal["mean", "sum"]  # over a task's documents
+    higher_is_better: bool
+    # over a group's tasks (the group YAMLs); None: groups do not report it, since lm-eval
+    # groups only average and an average of per-task counts means nothing
+    group_aggregation: Literal["mean"] | None
+
+
+def _accuracy(name: str, label: str, rule: str) -> Metric:
+    # right (1.0) or wrong (0.0) per document: a task's mean, a group's mean of its tasks'
+    return Metric(name, label, "accuracy", rule, "mean", True, "mean")
+
+
+def _count(name: str, what: str) -> Metric:
+    # a task's sum; no group score (see Metric.group_aggregation)
+    return Metric(name, name, "count", what, "sum", False, None)
+
+
+# In the reports' column order.
+METRICS: tuple[Metric, ...] = (
+    _accuracy("acc_unc", "Unc", "log P(y | domain premise)"),
+    _accuracy("acc", "LM", "log P(y | premise)"),
+    _accuracy("acc_avg", "Avg", "log P(y | premise) / tokens of y"),
+    _accuracy("acc_norm", "Char", "log P(y | premise) / characters of y"),  # lm-eval's acc_norm
+    _accuracy("acc_dcpmi", "DC-PMI", "log P(y | premise) - log P(y | domain premise)"),
+    _count("truncated", "requests cut from the left to fit the model's window"),
+    _count("unranked", "documents on which some method had no finite score to rank"),
+)
+METRIC_BY_NAME: dict[str, Metric] = {metric.name: metric for metric in METRICS}
+
+# Views of the table. Accuracy metric -> the method's name in reports, in column order:
+METHODS: dict[str, str] = {m.name: m.label for m in METRICS if m.kind == "accuracy"}
 ACCURACIES = tuple(METHODS)
-# Per-task counts (summed, not averaged): requests cut from the left to fit the
-# model's window, and documents on which some method had no finite score to rank.
-COUNTS = ("truncated", "unranked")
+# Per-task counts (summed, not averaged).
+COUNTS = tuple(m.name for m in METRICS if m.kind == "count")
+# What a group of DC-PMI tasks reports (``aggregate_metric_list``), in this order.
+GROUP_METRICS = tuple(m.name for m in METRICS if m.group_aggregation is not None)
 
 
 def _argmax(scores: Sequence[float]) -> int | None:

@@ -34,6 +34,7 @@ from lm_eval.api.task import ConfigurableTask
 from lm_eval_dcpmi import doc_checks
 from lm_eval_dcpmi.derive import with_base_task
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.layout import conditional_and_domain
 from lm_eval_dcpmi.metrics import dcpmi_metric_list
 from lm_eval_dcpmi.scoring import METHODS, accuracies
 from lm_eval_dcpmi.tokens import (
@@ -290,7 +291,7 @@ class DCPMITask(ConfigurableTask):
             doc = requests[0].doc
             self._pending.add(doc, self._document_scoring(doc, doc_id, requests, counter))
             scored_texts.update(r.arguments[1] for r in requests)
-            scored_texts.update(r.arguments[0] for r in requests[len(requests) // 2 :])
+            scored_texts.update(r.arguments[0] for r in conditional_and_domain(requests)[1])
         if counter is not None:
             for warning in literal_special_token_warnings(
                 scored_texts, counter.tokenizer, self.config.task, self._source
@@ -314,7 +315,7 @@ class DCPMITask(ConfigurableTask):
         counts = [counter.split(*request.arguments[:2]) for request in requests]
         doc_checks.check_token_counts(self, doc, doc_id, requests, counts, counter.max_length)
         truncated = sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
-        n_tokens = tuple(n_cont for _n_ctx, n_cont in counts[:n_options])
+        n_tokens = tuple(n_cont for _n_ctx, n_cont in conditional_and_domain(counts)[0])
         return DocumentScoring(gold, n_tokens, float(truncated))
 
     def _token_counter(self) -> TokenCounter | None:
@@ -343,15 +344,14 @@ class DCPMITask(ConfigurableTask):
                 f"task {self.config.task}: results for a document whose requests this task "
                 "did not build; build_all_requests must run first."
             )
-        n_options = len(results) // 2
+        conditional_results, _domain_results = conditional_and_domain(results)
         if self._metric_override is not None:
-            return super().process_results(doc, results[:n_options])
-        loglikelihoods = [ll for ll, _is_greedy in results]
-        conditional, domain = loglikelihoods[:n_options], loglikelihoods[n_options:]
+            return super().process_results(doc, conditional_results)
+        conditional, domain = conditional_and_domain([ll for ll, _is_greedy in results])
         # The task's own metrics (acc_norm, brier_score, ...) from lm-eval's code, on the
         # conditional requests alone; the plugin's rules override acc and acc_norm with
         # the same values wherever every score is finite.
-        own = super().process_results(doc, results[:n_options])
+        own = super().process_results(doc, conditional_results)
         n_chars = [len(choice) for choice in self.doc_to_choice(doc)]
         scores = accuracies(conditional, domain, scoring.gold, scoring.n_tokens, n_chars)
         if scores["unranked"] and not self._warned_unranked:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 import transformers
 from conftest import GGUF_FILE, embedded_model_dir
+from recompute import expected_metrics
 
+from lm_eval_dcpmi.layout import conditional_and_domain
 from lm_eval_dcpmi.scoring import ACCURACIES as METRICS
 
 
@@ -39,23 +40,18 @@ def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run
         assert len(samples) == min(3, lm_eval_run.results["n-samples"][task]["original"])
         for sample in samples:
             pairs = [(a["arg_0"], a["arg_1"]) for a in sample["arguments"].values()]
-            lls = [float(r[0][0]) for r in sample["resps"]]
-            n = len(pairs) // 2
-            conditional, domain = np.array(lls[:n]), np.array(lls[n:])
+            conditional_pairs, domain_pairs = conditional_and_domain(pairs)
+            conditional, domain = conditional_and_domain([float(r[0][0]) for r in sample["resps"]])
             # the domain requests score the same continuations after one shared premise
-            assert [c for _, c in pairs[:n]] == [c for _, c in pairs[n:]]
-            assert len({ctx for ctx, _ in pairs[n:]}) == 1
-            n_tokens = np.array([continuation_tokens(tokenizer, *p) for p in pairs[:n]])
-            n_chars = np.array([len(c) for _, c in pairs[:n]])  # target_delimiter is ""
-            gold = sample["doc"]["gold"]
-            expected = {
-                "acc": float(np.argmax(conditional) == gold),
-                "acc_avg": float(np.argmax(conditional / n_tokens) == gold),
-                "acc_norm": float(np.argmax(conditional / n_chars) == gold),
-                "acc_unc": float(np.argmax(domain) == gold),
-                "acc_dcpmi": float(np.argmax(conditional - domain) == gold),
-            }
-            assert {m: sample[m] for m in METRICS} == expected, (task, sample["doc_id"])
+            assert [c for _, c in conditional_pairs] == [c for _, c in domain_pairs]
+            assert len({ctx for ctx, _ in domain_pairs}) == 1
+            n_tokens = [continuation_tokens(tokenizer, *p) for p in conditional_pairs]
+            n_chars = [len(c) for _, c in conditional_pairs]  # target_delimiter is ""
+            expected = expected_metrics(
+                conditional, domain, sample["doc"]["gold"], n_tokens, n_chars
+            )
+            assert set(METRICS) < set(expected)
+            assert {m: sample[m] for m in expected} == expected, (task, sample["doc_id"])
             assert sample["truncated"] == 0.0  # 8192-token window: nothing is cut
             assert sample["unranked"] == 0.0
             checked += 1

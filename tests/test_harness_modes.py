@@ -17,10 +17,12 @@ import pytest
 from conftest import embedded_model_args, embedded_model_args_string, load_task
 from lm_eval.api.model import CacheHook
 from lm_eval.tasks import TaskManager
+from recompute import expected_metrics
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, accuracies
+from lm_eval_dcpmi.layout import conditional_and_domain
+from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
 
 SYSTEM = "You complete sentences about causes and effects."
 
@@ -39,10 +41,9 @@ def pairs_of(sample: dict) -> list[tuple[str, str]]:
 
 
 def recompute(sample: dict, n_tokens: list[int]) -> dict[str, float]:
-    lls = [float(resp[0]) for resp in sample["filtered_resps"]]
-    n = len(lls) // 2
-    n_chars = [len(continuation) for _context, continuation in pairs_of(sample)[:n]]
-    return accuracies(lls[:n], lls[n:], sample["doc"]["gold"], n_tokens, n_chars)
+    conditional, domain = conditional_and_domain([float(r[0]) for r in sample["filtered_resps"]])
+    n_chars = [len(option) for _context, option in conditional_and_domain(pairs_of(sample))[0]]
+    return expected_metrics(conditional, domain, sample["doc"]["gold"], n_tokens, n_chars)
 
 
 def metrics_of(results: dict, task: str) -> dict[str, float]:
@@ -60,15 +61,14 @@ def test_chat_template_wraps_the_domain_premise_like_the_premise(hf_lm):
     samples = results["samples"]["dcpmi_copa"]
     assert len(samples) == 2
     for sample in samples:
-        pairs = pairs_of(sample)
-        n = len(pairs) // 2
+        conditional, domain_pairs = conditional_and_domain(pairs_of(sample))
         bridge = " because" if sample["doc"]["asks_for"] == "cause" else " so"
         expected_domain = hf_lm.apply_chat_template(
             [{"role": "system", "content": SYSTEM}, {"role": "user", "content": bridge}]
         )
         n_tokens = []
         for (context, continuation), (domain, domain_continuation) in zip(
-            pairs[:n], pairs[n:], strict=True
+            conditional, domain_pairs, strict=True
         ):
             assert context.startswith("<|im_start|>system\n" + SYSTEM)
             assert context.endswith("<|im_end|>\n<|im_start|>assistant\n")
@@ -102,16 +102,15 @@ def test_without_chat_template_the_domain_premise_is_plain(hf_lm, task_manager):
 def test_few_shot_examples_precede_the_premise_but_not_the_domain_premise(hf_lm):
     results = evaluate(hf_lm, ["dcpmi_copa"], limit=2, num_fewshot=2)
     for sample in results["samples"]["dcpmi_copa"]:
-        pairs = pairs_of(sample)
-        n = len(pairs) // 2
+        conditional, domain = conditional_and_domain(pairs_of(sample))
         bridge = " because" if sample["doc"]["asks_for"] == "cause" else " so"
         premise = sample["doc"]["p"][:-1] + bridge
-        for context, _continuation in pairs[:n]:
+        for context, _continuation in conditional:
             examples, _, last = context.rpartition("\n\n")
             assert last == " " + premise
             assert examples.count("\n\n") == 1  # two examples, each with its answer
             assert sample["doc"]["p"] not in examples  # never the test item itself
-        assert {context for context, _ in pairs[n:]} == {bridge}
+        assert {context for context, _ in domain} == {bridge}
 
 
 # ------------------------------------------------------------------- request cache

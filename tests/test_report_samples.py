@@ -13,6 +13,7 @@ from test_report import entry, md_rows, results_dict
 from test_report_stats import DCPMI, LM
 
 from lm_eval_dcpmi import report, scoring
+from lm_eval_dcpmi.layout import conditional_and_domain
 from lm_eval_dcpmi.report import load_results, report_command
 
 STAMP = "2026-01-01T00-00-00"
@@ -213,10 +214,11 @@ def test_real_options_export_reproduces_the_logged_metrics(lm_eval_run, tmp_path
     for task in tasks:
         for sample in lm_eval_run.samples(task):
             options = by_doc[(task, sample["doc_id"])]
-            n = len(options)
-            lls = [float(r[0]) for r in sample["filtered_resps"]]
-            assert [float(o["conditional_loglikelihood"]) for o in options] == lls[:n]
-            assert [float(o["domain_loglikelihood"]) for o in options] == lls[n:]
+            conditional, domain = conditional_and_domain(
+                [float(r[0]) for r in sample["filtered_resps"]]
+            )
+            assert [float(o["conditional_loglikelihood"]) for o in options] == conditional
+            assert [float(o["domain_loglikelihood"]) for o in options] == domain
             assert all(int(o["tokens"]) >= 1 for o in options)
             (gold,) = [o for o in options if o["gold"] == "1"]
             for method, label in scoring.METHODS.items():

@@ -116,3 +116,24 @@ def test_every_method_has_a_report_label():
 
 def test_docstring_example():
     assert doctest.testmod(scoring).failed == 0
+
+
+def test_the_tests_own_recompute_agrees_with_the_rules():
+    # tests/recompute.py checks logged metrics apart from this module: both must agree,
+    # on ties, NaN and -inf as well as on plain numbers.
+    import random
+
+    from recompute import expected_metrics
+
+    rng = random.Random(16)
+    pool = [-1.0, -2.0, -2.0, -3.5, -0.25, NAN, -INF]
+    for _ in range(2000):
+        n = rng.randint(1, 5)
+        conditional = [rng.choice(pool) for _ in range(n)]
+        domain = [rng.choice(pool) for _ in range(n)]
+        n_tokens = [rng.randint(1, 4) for _ in range(n)]
+        n_chars = [rng.randint(1, 9) for _ in range(n)]
+        gold = rng.randrange(n)
+        assert expected_metrics(conditional, domain, gold, n_tokens, n_chars) == accuracies(
+            conditional, domain, gold, n_tokens, n_chars
+        ), (conditional, domain, gold, n_tokens, n_chars)

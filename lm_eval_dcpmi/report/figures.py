@@ -165,7 +165,7 @@ def plot_run(
     top.set_title(title, fontsize=13)
 
     _gain_bars(bottom, rows, x)
-    bottom.set_ylabel("DC-PMI - best other\n(points)", fontsize=11)
+    bottom.set_ylabel(f"{LABELS[DCPMI]} - best other\n(points)", fontsize=11)
     bottom.grid(axis="y", alpha=0.3)
     bottom.set_axisbelow(True)
     bottom.set_xticks(x)

@@ -74,7 +74,7 @@ def differences_markdown(run: RunResults) -> str:
         "DC-PMI's accuracy minus the method's, in points, on the same documents: 95% "
         "interval (Newcombe's hybrid score interval for paired proportions) and two-sided "
         "p of McNemar's exact test (no correction for the 4 comparisons per task).\n",
-        *header("Task", *(f"DC-PMI - {LABELS[m]}" for m in OTHERS)),
+        *header("Task", *(f"{LABELS[DCPMI]} - {LABELS[m]}" for m in OTHERS)),
     ]
     for row in _rows_with_samples(run):
         found = task_comparisons(row)

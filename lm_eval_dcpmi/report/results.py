@@ -20,7 +20,7 @@ from typing import Any
 from lm_eval_dcpmi import paper, scoring
 from lm_eval_dcpmi.errors import DCPMIError
 
-# Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI).
+# Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): scoring.METRICS'.
 METHODS: tuple[str, ...] = tuple(scoring.METHODS)
 LABELS: dict[str, str] = dict(scoring.METHODS)
 DCPMI = "acc_dcpmi"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi.layout import conditional_and_domain
 from lm_eval_dcpmi.report.results import ReportError, number
 
 _RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
@@ -110,25 +111,25 @@ def document_options(sample: Mapping[str, Any], where: str) -> DocumentOptions:
     are not conditional + domain pairs for the same options."""
     pairs = _pairs(sample.get("arguments") or [])
     responses = sample.get("filtered_resps") or []
-    half = len(pairs) // 2
     if not pairs or len(pairs) % 2 or len(responses) != len(pairs):
         raise ReportError(
             f"{where}: doc {sample.get('doc_id')} has {len(pairs)} requests and "
             f"{len(responses)} responses; a DC-PMI sample has 2 per option (is this a "
             "dcpmi_* task's samples file?)"
         )
-    options = [continuation for _context, continuation in pairs[:half]]
-    if [continuation for _context, continuation in pairs[half:]] != options:
+    conditional, domain = conditional_and_domain(pairs)
+    options = [continuation for _context, continuation in conditional]
+    if [continuation for _context, continuation in domain] != options:
         raise ReportError(
             f"{where}: doc {sample.get('doc_id')}: the second half of the requests does not "
             "score the same options as the first (not a DC-PMI sample)"
         )
-    loglikelihoods = [number(response[0]) for response in responses]
+    scores = conditional_and_domain([number(response[0]) for response in responses])
     return DocumentOptions(
         doc_id=int(sample["doc_id"]),
-        contexts=[context for context, _continuation in pairs[:half]],
+        contexts=[context for context, _continuation in conditional],
         options=options,
-        conditional=loglikelihoods[:half],
-        domain=loglikelihoods[half:],
+        conditional=scores[0],
+        domain=scores[1],
         gold=_gold(sample.get("target"), options),
     )

@@ -115,13 +115,14 @@ def task_yaml(variant: int) -> str:
 
 
 def group_yaml() -> str:
-    # One source for metric names: the plugin's scoring module.
-    from lm_eval_dcpmi.scoring import ACCURACIES
+    # One source for the metrics a group reports: the plugin's table, scoring.METRICS.
+    from lm_eval_dcpmi.scoring import GROUP_METRICS, METRIC_BY_NAME
 
     tasks = "".join(f"  - {task_name(v)}\n" for v in range(len(VARIANTS)))
     metrics = "".join(
-        f"  - metric: {metric}\n    aggregation: mean\n    weight_by_size: false\n"
-        for metric in ACCURACIES
+        f"  - metric: {metric}\n    aggregation: {METRIC_BY_NAME[metric].group_aggregation}\n"
+        "    weight_by_size: false\n"
+        for metric in GROUP_METRICS
     )
     return (
         HEADER
