@@ -41,7 +41,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lm_eval_dcpmi import paper, report
+from lm_eval_dcpmi import paper, report, scoring
 from lm_eval_dcpmi.report import studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
@@ -53,7 +53,7 @@ RESULTS = Path("docs/results")  # relative to ROOT: report.md names its sources 
 PAGES = ("README.md", "docs/*.md")
 INPUTS = ("results_*.json", "samples_*.json", "samples_*.jsonl", "samples_*.jsonl.gz")
 # What a trimmed sample keeps: its identity and every per-document metric value.
-KEPT = ("doc_id", "doc_hash", "filter", "target", *METHODS, "truncated", "unranked")
+KEPT = ("doc_id", "doc_hash", "filter", "target", *METHODS, *scoring.COUNTS)
 OUTPUTS = ("report.md", "report.csv", "summary.md", "summary.csv", "intervals.csv", "*.png")
 BLOCK = re.compile(
     r"(?P<open><!-- results:(?P<name>[\w./-]+)(?P<options>(?: \+\w+)*) -->\n)"
