@@ -18,7 +18,7 @@ gives a placeholder saying where to put one. Adding a run is: put its results fi
 ``docs/results/<set>/``, run this script, commit. ``--add RESULTS_FILE --set NAME`` does the
 first step for a run with ``--log_samples``: it copies the results file and writes each
 samples file beside it as ``samples_<task>_<date>.jsonl.gz`` trimmed to what the report's
-intervals and paired tests read (doc_id, doc_hash, filter, target and each metric's
+intervals and paired tests read (doc_id, filter, target and each metric's
 per-document value; a full run's untrimmed samples are ~1 GB of prompts).
 
 Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
@@ -53,7 +53,7 @@ RESULTS = Path("docs/results")  # relative to ROOT: report.md names its sources 
 PAGES = ("README.md", "docs/*.md")
 INPUTS = ("results_*.json", "samples_*.json", "samples_*.jsonl", "samples_*.jsonl.gz")
 # What a trimmed sample keeps: its identity and every per-document metric value.
-KEPT = ("doc_id", "doc_hash", "filter", "target", *METHODS, *scoring.COUNTS)
+KEPT = ("doc_id", "filter", "target", *METHODS, *scoring.COUNTS)
 OUTPUTS = ("report.md", "report.csv", "summary.md", "summary.csv", "intervals.csv", "*.png")
 BLOCK = re.compile(
     r"(?P<open><!-- results:(?P<name>[\w./-]+)(?P<options>(?: \+\w+)*) -->\n)"
