@@ -176,10 +176,14 @@ def join_parts(runs: list[RunResults]) -> list[tuple[RunResults, list[RunResults
     return joined
 
 
-def _parts_caption(run: RunResults, parts: list[RunResults], page: Path) -> str:
+def _documents(run: RunResults) -> str:
     n = sum(row.n or 0 for row in run.tasks)
     total = sum(row.n_total or row.n or 0 for row in run.tasks)
-    documents = f"{n:,} documents" if n == total else f"{n:,} of {total:,} documents"
+    return f"{n:,} documents" if n == total else f"{n:,} of {total:,} documents"
+
+
+def _parts_caption(run: RunResults, parts: list[RunResults], page: Path) -> str:
+    documents = _documents(run)
     models = sorted({str((part.data.get("config") or {}).get("model", "?")) for part in parts})
     sources = [part.source for part in parts if part.source is not None]
     files = [f"[{source.name}]({_link(source, page)})" for source in sources]
@@ -197,9 +201,7 @@ def _caption(run: RunResults, page: Path) -> str:
     source = run.source
     assert source is not None
     stamp = re.search(r"\d{4}-\d\d-\d\d", source.name)
-    n = sum(row.n or 0 for row in run.tasks)
-    total = sum(row.n_total or row.n or 0 for row in run.tasks)
-    documents = f"{n:,} documents" if n == total else f"{n:,} of {total:,} documents"
+    documents = _documents(run)
     limit = number(config.get("limit"))
     if not math.isnan(limit):
         documents += f" (`--limit {limit:g}`)"
