@@ -65,8 +65,8 @@ def encode(lm: Any, instances: Sequence[Any]) -> list[Encoded]:
 
 def token_counts(requests: Sequence[Encoded], lm: Any) -> dict[str, int]:
     """Positions each method forwards for ``requests`` (none left-truncated here)."""
-    from lm_eval_dcpmi.prefix_schedule import Pass, plan, unique_pairs
-    from lm_eval_dcpmi.prefix_tree import build_tree, tree_tokens
+    from lm_eval_dcpmi.hf_prefix.schedule import Pass, plan, unique_pairs
+    from lm_eval_dcpmi.hf_prefix.tree import build_tree, tree_tokens
 
     pairs = list(unique_pairs(requests))
     inputs = {context + continuation[:-1] for context, continuation in pairs}
@@ -119,8 +119,8 @@ class Forwarded:
 
 def predictions(task: Any, by_doc: dict[int, list[Any]], answers: dict[int, list[float]]) -> list:
     """Every document's predicted option under every method (``scoring.predictions``)."""
-    from lm_eval_dcpmi.layout import conditional_and_domain
-    from lm_eval_dcpmi.scoring import predictions as predict
+    from lm_eval_dcpmi.core.layout import conditional_and_domain
+    from lm_eval_dcpmi.core.scoring import predictions as predict
 
     out = []
     for doc_id, (instances, encoded) in sorted(by_doc.items()):
@@ -302,7 +302,7 @@ def main() -> None:
     from lm_eval.tasks import TaskManager
 
     from lm_eval_dcpmi import embedded, paper, task_configs_dir
-    from lm_eval_dcpmi.prefix_lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
 
     model_args = embedded.model_args()
     lm = PrefixHFLM(**model_args, device="cpu", batch_size=args.batch_size)

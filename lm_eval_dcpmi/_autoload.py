@@ -78,7 +78,7 @@ def patch_task_manager(module: ModuleType) -> None:
         include = with_plugin_path(bound.arguments.get("include_path"))
         bound.arguments["include_path"] = [*include, *_extra_task_folders]
         original(*bound.args, **bound.kwargs)
-        from lm_eval_dcpmi.derive import note_task_manager
+        from lm_eval_dcpmi.core.derive import note_task_manager
 
         note_task_manager(self)
 
@@ -91,7 +91,7 @@ def register_models(_models: ModuleType) -> None:
     from lm_eval.api.registry import model_registry
 
     if "hf-prefix" not in model_registry:
-        model_registry.register("hf-prefix", target="lm_eval_dcpmi.prefix_lm:PrefixHFLM")
+        model_registry.register("hf-prefix", target="lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM")
 
 
 def on_lm_eval_cli(_main: ModuleType | None) -> None:

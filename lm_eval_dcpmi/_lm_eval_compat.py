@@ -1,12 +1,12 @@
 """What the plugin needs from lm-eval beyond its public API, and what differs between the
 supported lm-eval versions (0.4.12, 0.4.13): one place to adapt when lm-eval changes.
 
-* Task loading (``derive.py``): lm-eval offers no public way to read a registered task's
+* Task loading (``core/derive.py``): lm-eval offers no public way to read a registered task's
   config without building the task, which downloads its dataset. ``base_task:`` needs
   exactly that, so it reads the ``Entry`` objects of the public ``TaskManager.task_index``
   and loads their YAML with lm-eval's own loader (``lm_eval/tasks/_index.py``,
   ``_yaml_loader.py``, ``_factory.py``; the same in 0.4.12 and 0.4.13).
-* ``resolve_max_length`` (``tokens.py``): public in 0.4.13's ``lm_eval.models.utils``,
+* ``resolve_max_length`` (``core/tokens.py``): public in 0.4.13's ``lm_eval.models.utils``,
   absent from 0.4.12, whose ``HFLM.max_length`` does the same inline.
 
 tests/test_derive.py and tests/test_dcpmi_task.py fail first when these change.

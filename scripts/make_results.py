@@ -41,7 +41,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lm_eval_dcpmi import paper, report, scoring
+from lm_eval_dcpmi import paper, report
+from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from conftest import embedded_model_args_string
 
-from lm_eval_dcpmi import cli
+from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi.core.scoring import ACCURACIES
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.scoring import ACCURACIES
 
 DCPMI = str(Path(sys.executable).with_name("dcpmi"))
 LM_EVAL = str(Path(sys.executable).with_name("lm_eval"))
@@ -65,7 +65,7 @@ def test_bad_option_is_one_line_and_status_2(capsys):
 def test_derived_yaml_is_the_by_name_form(tmp_path):
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    from lm_eval_dcpmi.task import DCPMITask
+    from lm_eval_dcpmi.core.task import DCPMITask
 
     names = cli.write_derived_tasks([("arc_easy", "Answer:"), ("copa", "\n{{ x }}")], tmp_path)
     assert names == ["arc_easy_dcpmi", "copa_dcpmi"]
@@ -259,7 +259,7 @@ def test_dcpmi_task_option_beside_its_base_with_one_shot(tmp_path):
 
 
 def test_hf_prefix_alone_takes_the_embedded_model():
-    from lm_eval_dcpmi.cli import embedded_model_args, lm_eval_argv
+    from lm_eval_dcpmi.command.cli import embedded_model_args, lm_eval_argv
 
     argv = lm_eval_argv(["--model", "hf-prefix", "--tasks", "dcpmi_copa"])
     assert argv[argv.index("--model_args") + 1] == embedded_model_args()

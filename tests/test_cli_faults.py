@@ -18,7 +18,7 @@ import yaml
 from conftest import embedded_model_args
 from test_cli import DCPMI, QUIZ_TEST, assert_one_line_error, lm_eval_tasks, run_dcpmi, write_quiz
 
-from lm_eval_dcpmi import cli, lm_eval_options, run_steps
+from lm_eval_dcpmi.command import cli, lm_eval_options, run_steps
 from lm_eval_dcpmi.errors import DCPMIError
 
 MODEL = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]

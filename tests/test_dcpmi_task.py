@@ -7,9 +7,9 @@ import pytest
 from conftest import embedded_model_args, load_task
 from lm_eval.api.instance import Instance
 
+from lm_eval_dcpmi.core.task import DCPMITask
+from lm_eval_dcpmi.core.tokens import token_counter_for
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.task import DCPMITask
-from lm_eval_dcpmi.tokens import token_counter_for
 
 DOCS = [
     {"question": "Two plus two is", "options": ["four", "five"], "gold": 0},
@@ -187,7 +187,7 @@ def test_documents_without_finite_scores_are_counted_wrong_with_one_warning(capl
     task = make_task()
     task.build_all_requests(limit=2)
     no_score = [(float("-inf"), False)] * 2 + [(-1.0, False), (-2.0, False)]
-    with caplog.at_level("WARNING", logger="lm_eval_dcpmi.task"):
+    with caplog.at_level("WARNING", logger="lm_eval_dcpmi.core.task"):
         first = task.process_results(task.eval_docs[0], no_score)  # gold 0
         second = task.process_results(task.eval_docs[1], [(float("nan"), False)] * 4)
     # gold is option 0, yet LM must not "pick" it: no finite score, no prediction

@@ -17,9 +17,9 @@ import yaml
 from conftest import ROOT, request_pairs
 
 from lm_eval_dcpmi import task_configs_dir
-from lm_eval_dcpmi.derive import with_base_task
+from lm_eval_dcpmi.core.derive import with_base_task
+from lm_eval_dcpmi.core.task import DCPMITask
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.task import DCPMITask
 
 READY_MADE = task_configs_dir() / "lm_eval"
 

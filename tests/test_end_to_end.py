@@ -10,8 +10,8 @@ import transformers
 from conftest import GGUF_FILE, embedded_model_dir
 from recompute import expected_metrics
 
-from lm_eval_dcpmi.layout import conditional_and_domain
-from lm_eval_dcpmi.scoring import ACCURACIES as METRICS
+from lm_eval_dcpmi.core.layout import conditional_and_domain
+from lm_eval_dcpmi.core.scoring import ACCURACIES as METRICS
 
 
 @pytest.fixture(scope="module")

@@ -20,9 +20,9 @@ from lm_eval.tasks import TaskManager
 from recompute import expected_metrics
 
 from lm_eval_dcpmi import task_configs_dir
+from lm_eval_dcpmi.core.layout import conditional_and_domain
+from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.layout import conditional_and_domain
-from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
 
 SYSTEM = "You complete sentences about causes and effects."
 

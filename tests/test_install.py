@@ -31,7 +31,7 @@ import pytest
 from conftest import MISSING_DATA, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
-from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS, METHODS
+from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS, METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
@@ -187,9 +187,9 @@ def test_wheel_holds_the_task_yamls_and_the_start_up_hook(wheel_env):
     python = str(wheel_env / "bin" / "python")
     declared = json.loads(run([python, "-c", ENTRY_POINTS], cwd=wheel_env).stdout)
     assert declared == {
-        "lm_eval.models": {"hf-prefix": "lm_eval_dcpmi.prefix_lm:PrefixHFLM"},
+        "lm_eval.models": {"hf-prefix": "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"},
         "lm_eval.tasks": {"dcpmi": "lm_eval_dcpmi:task_configs_dir"},
-        "console_scripts": {"dcpmi": "lm_eval_dcpmi.cli:main"},
+        "console_scripts": {"dcpmi": "lm_eval_dcpmi.command.cli:main"},
     }
 
 

@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-from lm_eval_dcpmi import layout
-from lm_eval_dcpmi.layout import conditional_and_domain, labelled
+from lm_eval_dcpmi.core import layout
+from lm_eval_dcpmi.core.layout import conditional_and_domain, labelled
 
 
 def test_splits_into_the_conditional_half_and_the_domain_half():

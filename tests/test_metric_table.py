@@ -9,10 +9,10 @@ from conftest import ROOT
 from lm_eval.api.registry import get_metric_aggregation, is_higher_better
 from test_dcpmi_task import make_task
 
-from lm_eval_dcpmi import scoring
-from lm_eval_dcpmi.metrics import dcpmi_metric_list, total
+from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, total
+from lm_eval_dcpmi.core.scoring import METRICS
 from lm_eval_dcpmi.report import results as report_results
-from lm_eval_dcpmi.scoring import METRICS
 
 COUNTS = [m for m in METRICS if m.kind == "count"]
 

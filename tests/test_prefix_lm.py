@@ -29,7 +29,7 @@ def _instances(pairs):
 
 
 def _prefix_lm(hf_lm, **kwargs):
-    from lm_eval_dcpmi.prefix_lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
 
     kwargs.setdefault("batch_size", 8)
     return PrefixHFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", **kwargs)
@@ -72,7 +72,7 @@ def _task_pairs(task_manager, name: str, n_docs: int) -> list[tuple[str, str]]:
 def test_registered_name_resolves_to_prefix_lm():
     from lm_eval.api.registry import get_model
 
-    from lm_eval_dcpmi.prefix_lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
 
     assert get_model("hf-prefix") is PrefixHFLM
 
@@ -207,7 +207,8 @@ def test_rolling_loglikelihood_is_hfs(hf_lm, prefix_lm):
 
 
 def test_falls_back_to_hf_when_cache_unusable(hf_lm, monkeypatch):
-    from lm_eval_dcpmi import prefix_check, prefix_lm
+    from lm_eval_dcpmi.hf_prefix import check as prefix_check
+    from lm_eval_dcpmi.hf_prefix import lm as prefix_lm
 
     for module in (prefix_check, prefix_lm):  # the probe's view and the passes'
         monkeypatch.setattr(module, "layer_tensors", lambda cache: None)
@@ -222,7 +223,7 @@ def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
     """A real lm-eval run: every DC-PMI accuracy and count with hf-prefix is hf's."""
     from lm_eval import simple_evaluate
 
-    from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
+    from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
 
     tasks = ["dcpmi_copa", "dcpmi_boolq"]
     available = [t for t in tasks if t in task_manager.all_tasks]
@@ -284,7 +285,7 @@ def test_a_failing_worker_stops_the_others(hf_lm, monkeypatch):
     is the one raised. SIGTERM and Ctrl-C in the main thread take the same way out."""
     import threading
 
-    from lm_eval_dcpmi.prefix_lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
 
     lm = _prefix_lm(hf_lm, prefix_workers=2, batch_size=1)
     forward = PrefixHFLM._forward

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from lm_eval_dcpmi.prefix_schedule import (
+from lm_eval_dcpmi.hf_prefix.schedule import (
     Answers,
     Budget,
     Pass,
@@ -23,7 +23,7 @@ from lm_eval_dcpmi.prefix_schedule import (
     plan,
     unique_pairs,
 )
-from lm_eval_dcpmi.prefix_tree import (
+from lm_eval_dcpmi.hf_prefix.tree import (
     Node,
     build_tree,
     collapse,

@@ -14,8 +14,8 @@ from conftest import embedded_model_args
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi._autoload import with_plugin_path
-from lm_eval_dcpmi.prefix_lm import PrefixHFLM
-from lm_eval_dcpmi.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
 
 OURS = task_configs_dir()
 
@@ -107,10 +107,28 @@ def test_the_excepthook_is_installed_by_lm_evals_command_line_only():
 def test_entry_points_for_lm_evals_plugin_groups():
     """Declared for the lm-eval that reads them (models: PR #4013; tasks: PR #4015)."""
     (model,) = entry_points(group="lm_eval.models", name="hf-prefix")
-    assert model.value == "lm_eval_dcpmi.prefix_lm:PrefixHFLM"
+    assert model.value == "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"
     assert model.load() is PrefixHFLM
     (tasks,) = entry_points(group="lm_eval.tasks", name="dcpmi")
     assert tasks.load()() == OURS
+
+
+def test_the_names_task_yamls_give_stay_where_they_were():
+    # `class: !function lm_eval_dcpmi.task.DCPMITask`, `custom_dataset: !function
+    # lm_eval_dcpmi.data.jsonl`: lm-eval imports the module and takes the attribute
+    from lm_eval_dcpmi import data, task
+    from lm_eval_dcpmi.core.task import DCPMITask
+    from lm_eval_dcpmi.data import loaders
+
+    assert task.DCPMITask is DCPMITask
+    for name in data.__all__:
+        assert getattr(data, name) is getattr(loaders, name)
+    named = set()
+    for path in OURS.rglob("*"):
+        if path.is_file() and (path.suffix == ".yaml" or path.name.endswith("_yaml")):
+            text = path.read_text(encoding="utf-8")
+            named.update(w for w in text.split() if w.startswith("lm_eval_dcpmi.data."))
+    assert named and {n.removeprefix("lm_eval_dcpmi.data.") for n in named} <= set(data.__all__)
 
 
 def test_python_api_with_a_loaded_model(hf_lm):

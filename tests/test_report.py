@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import E2E_LIMIT
 
-from lm_eval_dcpmi import paper, report, scoring
+from lm_eval_dcpmi import paper, report
+from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import (
     METHODS,
     ReportError,

@@ -12,8 +12,9 @@ import pytest
 from test_report import entry, md_rows, results_dict
 from test_report_stats import DCPMI, LM
 
-from lm_eval_dcpmi import report, scoring
-from lm_eval_dcpmi.layout import conditional_and_domain
+from lm_eval_dcpmi import report
+from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.core.layout import conditional_and_domain
 from lm_eval_dcpmi.report import load_results, report_command
 
 STAMP = "2026-01-01T00-00-00"

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from lm_eval_dcpmi import scoring
-from lm_eval_dcpmi.scoring import accuracies, predictions
+from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.core.scoring import accuracies, predictions
 
 INF, NAN = math.inf, math.nan
 

@@ -32,10 +32,10 @@ from conftest import (
 )
 from recompute import expected_metrics
 
-from lm_eval_dcpmi import data
+from lm_eval_dcpmi.core.layout import conditional_and_domain
+from lm_eval_dcpmi.core.scoring import ACCURACIES
+from lm_eval_dcpmi.data import loaders as data
 from lm_eval_dcpmi.errors import DataError
-from lm_eval_dcpmi.layout import conditional_and_domain
-from lm_eval_dcpmi.scoring import ACCURACIES
 
 TEMPLATES_DIR = ROOT / "task_configs" / "sst" / "templates"
 TEMPLATE_TASKS = [f"dcpmi_sst2_v{i}" for i in range(15)]

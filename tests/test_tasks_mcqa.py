@@ -11,7 +11,8 @@ import json
 import pytest
 from conftest import load_task, request_pairs
 
-from lm_eval_dcpmi import data, paper
+from lm_eval_dcpmi import paper
+from lm_eval_dcpmi.data import loaders as data
 
 
 def expected(premise: str, domain: str, options: list[str]) -> list[tuple[str, str]]:

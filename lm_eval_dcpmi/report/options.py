@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi import scoring
+from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report.results import LABELS, METHODS, ReportError, RunResults, model_args
 from lm_eval_dcpmi.report.samples import DocumentOptions, document_options, read_samples
@@ -61,7 +61,7 @@ def _task_config(run: RunResults, task: str) -> Mapping[str, Any]:
 
 def _token_counter(run: RunResults, task: str) -> tuple[Any, str]:
     """The task's token counter and, when there is none, why."""
-    from lm_eval_dcpmi.tokens import counter_for_metadata
+    from lm_eval_dcpmi.core.tokens import counter_for_metadata
 
     metadata = _task_config(run, task).get("metadata")
     config = run.data.get("config")

@@ -17,7 +17,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi import paper, scoring
+from lm_eval_dcpmi import paper
+from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.errors import DCPMIError
 
 # Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): scoring.METRICS'.

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.layout import conditional_and_domain
+from lm_eval_dcpmi.core.layout import conditional_and_domain
 from lm_eval_dcpmi.report.results import ReportError, number
 
 _RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")

@@ -1,6 +1,6 @@
 """Per-dataset record checks: validate a raw row, add its ``gold`` index.
 
-Each function takes one raw row from a loader (``data.py``) and returns the row
+Each function takes one raw row from a loader (``loaders``) and returns the row
 with ``gold`` (and, where the spec asks for data processing rather than wording,
 a few derived fields). Wording stays in the task YAMLs. A bad row raises
 ``RecordError``; the loader adds the file and line.

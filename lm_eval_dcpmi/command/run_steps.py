@@ -27,8 +27,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi import lm_eval_options
-from lm_eval_dcpmi.cli import (
+from lm_eval_dcpmi.command import lm_eval_options
+from lm_eval_dcpmi.command.cli import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
     lm_eval_argv,

@@ -1,4 +1,4 @@
-"""The self-check that decides how ``hf-prefix`` drives a model (see ``prefix_lm``).
+"""The self-check that decides how ``hf-prefix`` drives a model (see ``lm``).
 
 At start-up ``PrefixHFLM`` probes the model once (its forward's keywords, its cache's
 kind and size) and scores made-up requests both through its prefix passes and uncached:
@@ -17,10 +17,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from lm_eval_dcpmi.prefix_cache import layer_tensors, output_cache
-from lm_eval_dcpmi.prefix_schedule import Budget
+from lm_eval_dcpmi.hf_prefix.cache import layer_tensors, output_cache
+from lm_eval_dcpmi.hf_prefix.schedule import Budget
 
-log = logging.getLogger("lm_eval_dcpmi.prefix_lm")
+log = logging.getLogger("lm_eval_dcpmi.hf_prefix.lm")
 
 # Largest disagreement between cached and uncached logits accepted by the self-check.
 _SELF_CHECK_TOLERANCE = 1e-3

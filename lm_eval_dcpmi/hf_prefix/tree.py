@@ -8,7 +8,7 @@ several questions and options, one domain premise under every option of a task, 
 block of few-shot examples under every document) need that prefix's key/value cache
 once. ``build_tree`` lays all inputs into a radix tree: each ``Node`` holds a run of
 tokens that every input below it shares, and the *targets* (position, pair, next token)
-whose logits it produces. ``prefix_schedule`` plans forward passes over the tree.
+whose logits it produces. ``schedule`` plans forward passes over the tree.
 """
 
 from __future__ import annotations

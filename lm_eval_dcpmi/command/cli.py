@@ -32,7 +32,7 @@ from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.errors import DCPMIError
 
 if TYPE_CHECKING:
-    from lm_eval_dcpmi.lm_eval_options import GivenOptions
+    from lm_eval_dcpmi.command.lm_eval_options import GivenOptions
 
 DCPMI_TASK_OPTION = "--dcpmi_task"
 DERIVED_SUFFIX = "_dcpmi"
@@ -129,7 +129,7 @@ def lm_eval_argv(forwarded: Sequence[str], derived_tasks: Sequence[str] = ()) ->
     run every other task in full), plus the variants; else the variants alone; else the
     ``dcpmi`` group.
     """
-    from lm_eval_dcpmi import lm_eval_options
+    from lm_eval_dcpmi.command import lm_eval_options
 
     argv = list(forwarded)
     given = lm_eval_options.read(["run", *argv])
@@ -182,7 +182,7 @@ def run(forwarded: Sequence[str]) -> int:
     (``--dcpmi_task`` YAMLs, results for the table) is removed whatever ends the run,
     SIGTERM and Ctrl-C included (exit status 143 and 130).
     """
-    from lm_eval_dcpmi import run_steps
+    from lm_eval_dcpmi.command import run_steps
 
     try:
         with run_steps.sigterm_raises():

@@ -1,4 +1,4 @@
-"""The key/value cache tensors ``hf-prefix`` keeps and copies (see ``prefix_lm``)."""
+"""The key/value cache tensors ``hf-prefix`` keeps and copies (see ``lm``)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ DC-PMI doubles the loglikelihood requests of a task: every option is scored afte
 premise and again after the domain premise. ``hf`` forwards the full ``context +
 continuation`` of every request, so a RACE article is forwarded once per option and
 question, and a domain premise once per option of every document. ``PrefixHFLM`` lays
-all requests of a call into a prefix tree (``prefix_tree``) and forwards each tree node
-once, on top of its parent's key/value cache, in passes planned by ``prefix_schedule``:
+all requests of a call into a prefix tree (``tree``) and forwards each tree node
+once, on top of its parent's key/value cache, in passes planned by ``schedule``:
 
 1. a pass forwards a batch of nodes (right-padded rows; sibling leaves packed side by
    side under a 4D mask), after copies of their parents' cache rows (padded slots
@@ -16,7 +16,7 @@ once, on top of its parent's key/value cache, in passes planned by ``prefix_sche
 
 The caches alive at once are bounded by a cache budget (model argument
 ``prefix_cache_mb``; by default what ``hf``'s largest call holds in logits, see
-``prefix_schedule``); a node whose cache does not fit is forwarded again in front of
+``schedule``); a node whose cache does not fit is forwarded again in front of
 each child instead, so a small budget costs speed, never exactness.
 
 The loglikelihoods and ``is_greedy`` flags are those of ``hf`` up to floating-point
@@ -52,9 +52,10 @@ import torch.nn.functional as F
 from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
-from lm_eval_dcpmi.prefix_cache import Kept, gather_cache, layer_tensors, output_cache
-from lm_eval_dcpmi.prefix_check import SelfCheck, Setup
-from lm_eval_dcpmi.prefix_schedule import (
+from lm_eval_dcpmi.core.tokens import share_tokenizer, shared_tokenizer
+from lm_eval_dcpmi.hf_prefix.cache import Kept, gather_cache, layer_tensors, output_cache
+from lm_eval_dcpmi.hf_prefix.check import SelfCheck, Setup
+from lm_eval_dcpmi.hf_prefix.schedule import (
     PACK_ROW,
     Answer,
     Answers,
@@ -68,8 +69,7 @@ from lm_eval_dcpmi.prefix_schedule import (
     plan,
     unique_pairs,
 )
-from lm_eval_dcpmi.prefix_tree import Node, build_tree, split_tops
-from lm_eval_dcpmi.tokens import share_tokenizer, shared_tokenizer
+from lm_eval_dcpmi.hf_prefix.tree import Node, build_tree, split_tops
 
 log = logging.getLogger(__name__)
 _ONE_AT_A_TIME = threading.Lock()

@@ -21,8 +21,8 @@ from lm_eval.api.registry import (
     register_metric,
 )
 
+from lm_eval_dcpmi.core.scoring import METRICS
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.scoring import METRICS
 
 
 def total(items: list[float]) -> float:

@@ -1,7 +1,7 @@
 """Which tokens ``hf-prefix`` puts into which forward call, and which caches it keeps.
 
-Pure scheduling, no torch: ``PrefixHFLM`` (``prefix_lm.py``) runs what ``plan`` yields
-over the prefix tree of a call's requests (``prefix_tree.py``):
+Pure scheduling, no torch: ``PrefixHFLM`` (``lm.py``) runs what ``plan`` yields
+over the prefix tree of a call's requests (``tree.py``):
 
 * ``Pass``: one forward call. Its rows extend rows of an earlier, *kept* pass (their
   parent), or start from nothing at the tree's top. A row is one node of the tree, or
@@ -20,7 +20,7 @@ bounds, in ``Budget``, size the passes:
   and log-probabilities;
 * ``cache``: the caches kept at once (the current path's kept passes), the *cache
   budget*. A node whose cache alone would not fit is not kept: its tokens go in front of
-  each of its children instead (``prefix_tree.collapse``). Under a small budget this
+  each of its children instead (``tree.collapse``). Under a small budget this
   degrades step by step towards ``hf``'s cost (every request's full input forwarded),
   never beyond it, and never above the budget except for a single row that ``hf``
   itself would forward whole.
@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lm_eval_dcpmi.prefix_tree import Node, Tokens, collapse
+from lm_eval_dcpmi.hf_prefix.tree import Node, Tokens, collapse
 
 # (request strings or None, context tokens, continuation tokens), as HFLM receives them.
 Request = tuple[Any, Sequence[int], Sequence[int]]

@@ -3,7 +3,7 @@
 Every loader returns a ``datasets.DatasetDict`` with one ``test`` split whose rows
 keep the file's order. Each row carries ``source`` ("file:line" or "file item N"),
 so that any later error, and every logged sample, can name the record it came from.
-A per-dataset *record* function (``records.py``) validates the raw row and adds
+A per-dataset *record* function (``records``) validates the raw row and adds
 ``gold``; the wording of premises and options lives in the task YAMLs.
 
 Where the files come from, in order: the ``data_dir`` task metadata
@@ -26,9 +26,15 @@ from typing import Any
 
 import datasets
 
-from lm_eval_dcpmi import records
+from lm_eval_dcpmi.data import records
+from lm_eval_dcpmi.data.text_files import (
+    declares_utf8,
+    is_utf8,
+    json_error,
+    not_utf8_message,
+    reading,
+)
 from lm_eval_dcpmi.errors import DataError
-from lm_eval_dcpmi.text_files import declares_utf8, is_utf8, json_error, not_utf8_message, reading
 
 log = logging.getLogger(__name__)
 

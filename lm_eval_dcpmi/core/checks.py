@@ -19,9 +19,9 @@ import jinja2
 from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 
+from lm_eval_dcpmi.core.layout import labelled
+from lm_eval_dcpmi.core.tokens import TokenCounter
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
-from lm_eval_dcpmi.layout import labelled
-from lm_eval_dcpmi.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The DC-PMI task: task class, decision rules, metrics, layout, checks, token counts."""

@@ -1,0 +1,1 @@
+"""The optional ``hf-prefix`` model: PrefixHFLM, prefix tree, schedule, cache, self-check."""
