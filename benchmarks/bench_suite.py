@@ -119,15 +119,18 @@ class Forwarded:
 
 def predictions(task: Any, by_doc: dict[int, list[Any]], answers: dict[int, list[float]]) -> list:
     """Every document's predicted option under every method (``scoring.predictions``)."""
-    from lm_eval_dcpmi.core.layout import conditional_and_domain
+    from lm_eval_dcpmi.core.scoring import METRICS, DocumentScores
     from lm_eval_dcpmi.core.scoring import predictions as predict
 
     out = []
+    rules = [m for m in METRICS if m.scope == "every"]  # the five every task has
     for doc_id, (instances, encoded) in sorted(by_doc.items()):
-        conditional, domain = conditional_and_domain(answers[doc_id])
-        n_tokens = [len(cont) for _, _, cont in conditional_and_domain(encoded)[0]]
+        n, carrier = task.layout.n_options([i.arguments[1] for i in instances])
+        blocks = task.layout.blocks(answers[doc_id], n, carrier)
+        n_tokens = [len(cont) for _, _, cont in encoded[:n]]
         n_chars = [len(choice) for choice in task.doc_to_choice(instances[0].doc)]
-        out.append(predict(conditional, domain, n_tokens, n_chars))
+        scores = DocumentScores(blocks.conditional, blocks.references, n_tokens, n_chars)
+        out.append(predict(scores, rules))
     return out
 
 

@@ -35,26 +35,51 @@ def fake_loglikelihood(arguments: tuple) -> float:
     return -float(value % 50) / 4.0  # coarse, so that ties happen
 
 
-def task_digests(task: Any, limit: int | None) -> dict[str, Any]:
-    """Document count and the request and metric digests of one built task."""
+def _before_calibration(task: Any, instances: list[Any]) -> list[Any]:
+    """The instances without the carrier's content-free requests (CC, 0.2.0)."""
+    if not task.layout.content_free:
+        return instances
+    by_doc: dict[int, list[Any]] = {}
+    for instance in instances:
+        by_doc.setdefault(instance.doc_id, []).append(instance)
+    kept = []
+    for instance in instances:
+        n, _carrier = task.layout.n_options([i.arguments[1] for i in by_doc[instance.doc_id]])
+        if instance.idx < task.layout.n_requests(n, carrier=False):
+            kept.append(instance)
+    return kept
+
+
+def task_digests(task: Any, limit: int | None, before_calibration: bool = False) -> dict[str, Any]:
+    """Document count and the request and metric digests of one built task;
+    ``before_calibration``: without what CC and BC added (content-free requests, acc_cc and
+    acc_bc), to compare with digests made before them."""
     task.build_all_requests(limit=limit, rank=0, world_size=1)
+    for instance in task.instances:  # as lm-eval's evaluator stores each answer
+        instance.resps = [(fake_loglikelihood(instance.arguments), False)]
     requests = hashlib.sha256()
     by_doc: dict[int, list[Any]] = {}
-    for instance in task.instances:
+    digested = _before_calibration(task, task.instances) if before_calibration else task.instances
+    for instance in digested:
         line = [instance.doc_id, instance.idx, list(instance.arguments)]
         requests.update(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n")
         by_doc.setdefault(instance.doc_id, []).append(instance)
     metrics = hashlib.sha256()
-    for doc_id, instances in by_doc.items():
-        instances.sort(key=lambda instance: instance.idx)
-        results = [(fake_loglikelihood(i.arguments), False) for i in instances]
+    full = {}
+    for instance in task.instances:
+        full.setdefault(instance.doc_id, []).append(instance)
+    for doc_id in by_doc:
+        instances = sorted(full[doc_id], key=lambda instance: instance.idx)
+        results = [i.resps[0] for i in instances]
         scores = task.process_results(instances[0].doc, results)
+        if before_calibration:
+            scores = {k: v for k, v in scores.items() if k not in ("acc_cc", "acc_bc")}
         # repr keeps NaN and the exact float; sorted keys, for a stable line
         line = repr([doc_id, sorted(scores.items())])
         metrics.update(line.encode("utf-8") + b"\n")
     return {
         "documents": len(by_doc),
-        "requests": len(task.instances),
+        "requests": len(digested),
         "requests_sha256": requests.hexdigest(),
         "metrics_sha256": metrics.hexdigest(),
     }
@@ -69,6 +94,12 @@ def main() -> None:
         action="store_true",
         help="build without the embedded model's tokenizer (acc_avg and truncated NaN)",
     )
+    parser.add_argument(
+        "--before-calibration",
+        action="store_true",
+        help="leave out what contextual and batch calibration added (the content-free "
+        "requests, acc_cc, acc_bc): digests comparable with those made before them",
+    )
     args = parser.parse_args()
 
     from lm_eval.tasks import TaskManager
@@ -81,7 +112,8 @@ def main() -> None:
     manager = TaskManager(metadata=metadata)
     tasks = manager.load(args.group.split(","))["tasks"]  # a group's tasks, by name
     for name in sorted(tasks):
-        print(json.dumps({"task": name, **task_digests(tasks[name], args.limit)}), flush=True)
+        digests = task_digests(tasks[name], args.limit, args.before_calibration)
+        print(json.dumps({"task": name, **digests}), flush=True)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.report import studies
+from lm_eval_dcpmi.report import comparisons, studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
 from lm_eval_dcpmi.report.formatting import value_text
@@ -55,6 +55,17 @@ PAGES = ("README.md", "docs/*.md")
 INPUTS = ("results_*.json", "samples_*.json", "samples_*.jsonl", "samples_*.jsonl.gz")
 # What a trimmed sample keeps: its identity and every per-document metric value.
 KEPT = ("doc_id", "filter", "target", *METHODS, *scoring.COUNTS)
+
+
+def kept(key: str) -> bool:
+    """A sample key the trimmed samples keep: ``KEPT``, and every other accuracy of the
+    metrics table (CC, BC's per-document item, PMI under the priors study's contexts)."""
+    if key in KEPT:
+        return True
+    metric = None if key.endswith("_stderr") else scoring.metric_named(key)
+    return metric is not None and metric.kind == "accuracy"
+
+
 OUTPUTS = ("report.md", "report.csv", "summary.md", "summary.csv", "intervals.csv", "*.png")
 BLOCK = re.compile(
     r"(?P<open><!-- results:(?P<name>[\w./-]+)(?P<options>(?: \+\w+)*) -->\n)"
@@ -120,8 +131,8 @@ def add_run(results_file: Path, set_name: str, root: Path = ROOT) -> list[Path]:
             for line in lines:
                 if line.strip():
                     sample = json.loads(line)
-                    kept = {key: sample[key] for key in KEPT if key in sample}
-                    gz.write((json.dumps(kept) + "\n").encode("utf-8"))
+                    trimmed = {key: value for key, value in sample.items() if kept(key)}
+                    gz.write((json.dumps(trimmed) + "\n").encode("utf-8"))
         written.append(out)
     return written
 
@@ -280,6 +291,15 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
         runs = report.load_results([str(f) for f in files])
     if part:
         lines = _part_table(runs, part, page)
+    elif "+calibration" in options or "+priors" in options:
+        lines = []
+        for run in runs:
+            table = comparisons.calibration_markdown(run)
+            if "+priors" in options:
+                table = comparisons.priors_markdown(run)
+            body = table.splitlines()
+            start = next(i for i, line in enumerate(body) if line.startswith("| Task"))
+            lines += ([""] if lines else []) + [_source_line(run, page), "", *body[start:]]
     else:
         lines = []
         for run, parts in join_parts(runs):

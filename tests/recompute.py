@@ -48,3 +48,60 @@ def expected_metrics(
         **{metric: float(p is not None and p == gold) for metric, p in picks.items()},
         "unranked": float(any(p is None for p in picks.values())),
     }
+
+
+def _probabilities(log_probs: Sequence[float]) -> list[float] | None:
+    """exp(x - max) / sum over the options; None without a finite score."""
+    if any(math.isnan(x) or x == math.inf for x in log_probs):
+        return None
+    finite = [x for x in log_probs if x != -math.inf]
+    if not finite:
+        return None
+    shift = max(finite)
+    raw = [math.exp(x - shift) if x != -math.inf else 0.0 for x in log_probs]
+    return [r / sum(raw) for r in raw]
+
+
+def expected_cc(
+    conditional: Sequence[float], content_free: dict[str, Sequence[float]], gold: int
+) -> float:
+    """Contextual calibration (Zhao et al. 2021) read off the paper: p_cf(y_i) is the mean
+    over the content-free inputs of p(y_i | input) normalised over the options, normalised
+    again; pick argmax_i p(y_i | x) / p_cf(y_i)."""
+    per_input = [_probabilities(values) for values in content_free.values()]
+    p = _probabilities(conditional)
+    if p is None or any(q is None for q in per_input):
+        return 0.0
+    mean = [sum(q[i] for q in per_input) / len(per_input) for i in range(len(conditional))]
+    prior = [m / sum(mean) for m in mean]
+    ratios = []
+    for x, q in zip(p, prior, strict=True):
+        if x == 0:
+            ratios.append(-math.inf)  # no score
+        elif q == 0:
+            ratios.append(math.inf)  # never without the premise: the strongest evidence
+        else:
+            ratios.append(x / q)
+    choice = pick(ratios)
+    return float(choice is not None and choice == gold)
+
+
+def expected_bc(documents: Sequence[tuple[Sequence[float], int]]) -> list[float]:
+    """Batch calibration (Zhou et al. 2024): p_mean(y_i) is the mean of the documents'
+    p(y_i | x) normalised over the options; pick argmax_i p(y_i | x) / p_mean(y_i). A
+    document without a finite score is left out of the mean and counts wrong."""
+    probabilities = [_probabilities(conditional) for conditional, _gold in documents]
+    kept = [p for p in probabilities if p is not None]
+    if not kept:
+        return [0.0] * len(documents)
+    n = len(kept[0])
+    mean = [sum(p[i] for p in kept) / len(kept) for i in range(n)]
+    result = []
+    for p, (_conditional, gold) in zip(probabilities, documents, strict=True):
+        if p is None:
+            result.append(0.0)
+            continue
+        ratios = [p[i] / mean[i] if p[i] > 0 else -math.inf for i in range(n)]
+        choice = pick(ratios)
+        result.append(float(choice is not None and choice == gold))
+    return result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import datasets
 import pytest
 from conftest import embedded_model_args, load_task
@@ -304,3 +306,27 @@ def test_an_option_far_longer_than_the_window_stops_the_task_build():
     message = str(raised.value)
     assert message.startswith("task tiny_dcpmi (its YAML), document 0: option 1 (' cat cat")
     assert "is 40 tokens long on its own, more than the model's window of 8 tokens" in message
+
+
+def test_several_processes_that_each_score_everything_are_warned_once(monkeypatch, caplog):
+    from lm_eval_dcpmi.core import documents as task_module
+
+    def warnings() -> list[str]:
+        found = [r.getMessage() for r in caplog.records]
+        return [m for m in found if "every process will score the whole run" in m]
+
+    monkeypatch.setattr(task_module, "_WARNED_WORLD", [])
+    task = make_task()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi"):
+        task.build_all_requests(limit=1, rank=0, world_size=2)  # real sharding: quiet
+        assert not warnings()
+        task.build_all_requests(limit=1, rank=0, world_size=1)
+        task.build_all_requests(limit=1, rank=0, world_size=1)
+    assert len(warnings()) == 1 and "WORLD_SIZE=2" in warnings()[0]
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    monkeypatch.setattr(task_module, "_WARNED_WORLD", [])
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi"):
+        task.build_all_requests(limit=1, rank=0, world_size=1)
+    assert not warnings()

@@ -8,10 +8,10 @@ import math
 import pytest
 import transformers
 from conftest import GGUF_FILE, embedded_model_dir
-from recompute import expected_metrics
+from recompute import expected_bc, expected_cc, expected_metrics
 
-from lm_eval_dcpmi.core.layout import conditional_and_domain
 from lm_eval_dcpmi.core.scoring import ACCURACIES as METRICS
+from lm_eval_dcpmi.report.samples import task_layout
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +38,20 @@ def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run
     for task in tasks:
         samples = lm_eval_run.samples(task)
         assert len(samples) == min(3, lm_eval_run.results["n-samples"][task]["original"])
+        layout = task_layout(lm_eval_run.results["configs"][task])
+        blocks = {}
         for sample in samples:
             pairs = [(a["arg_0"], a["arg_1"]) for a in sample["arguments"].values()]
-            conditional_pairs, domain_pairs = conditional_and_domain(pairs)
-            conditional, domain = conditional_and_domain([float(r[0][0]) for r in sample["resps"]])
+            n, carrier = layout.n_options([c for _, c in pairs])
+            request_blocks = layout.blocks(pairs, n, carrier)
+            blocks[sample["doc_id"]] = layout.blocks(
+                [float(r[0][0]) for r in sample["resps"]], n, carrier
+            )
+            conditional_pairs, domain_pairs = request_blocks.conditional, request_blocks.domain
+            conditional, domain = (
+                blocks[sample["doc_id"]].conditional,
+                blocks[sample["doc_id"]].domain,
+            )
             # the domain requests score the same continuations after one shared premise
             assert [c for _, c in conditional_pairs] == [c for _, c in domain_pairs]
             assert len({ctx for ctx, _ in domain_pairs}) == 1
@@ -55,8 +65,17 @@ def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run
             assert sample["truncated"] == 0.0  # 8192-token window: nothing is cut
             assert sample["unranked"] == 0.0
             checked += 1
+        if layout.content_free:  # CC and BC, on the paper's classification tasks
+            (free,) = [b.content_free for b in blocks.values() if b.content_free is not None]
+            documents = [(blocks[s["doc_id"]].conditional, s["doc"]["gold"]) for s in samples]
+            for sample in samples:
+                gold = sample["doc"]["gold"]
+                expected_value = expected_cc(blocks[sample["doc_id"]].conditional, free, gold)
+                assert sample["acc_cc"] == expected_value, (task, sample["doc_id"])
+            mean = sum(expected_bc(documents)) / len(documents)
+            assert math.isclose(lm_eval_run.results["results"][task]["acc_bc,none"], mean)
         # the reported accuracy is the mean over the logged documents
-        for metric in METRICS:
+        for metric in METRICS + (("acc_cc",) if layout.content_free else ()):
             mean = sum(s[metric] for s in samples) / len(samples)
             assert math.isclose(lm_eval_run.results["results"][task][f"{metric},none"], mean)
     assert checked >= len(tasks) * 2

@@ -21,7 +21,7 @@ from recompute import expected_metrics
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi.core.layout import conditional_and_domain
-from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS, batch_calibrated
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 SYSTEM = "You complete sentences about causes and effects."
@@ -309,6 +309,7 @@ def test_documents_split_across_ranks_score_as_in_one_process(hf_lm, task_manage
         answers = hf_lm.loglikelihood(task.instances)
         by_doc: dict[int, list] = {}
         for instance, answer in zip(task.instances, answers, strict=True):
+            instance.resps.append(answer)  # as lm-eval's evaluator does
             by_doc.setdefault(instance.doc_id, []).append((instance.idx, instance.doc, answer))
         scores = {}
         for doc_id, rows in by_doc.items():
@@ -319,6 +320,9 @@ def test_documents_split_across_ranks_score_as_in_one_process(hf_lm, task_manage
     whole = per_document(0, 1)
     split = {**per_document(0, 2), **per_document(1, 2)}
     assert sorted(whole) == sorted(split) == list(range(6))
+    if "acc_bc" in whole[0]:  # decided over every rank's documents, gathered
+        items = [[document["acc_bc"] for document in run.values()] for run in (whole, split)]
+        assert batch_calibrated(items[1]) == pytest.approx(batch_calibrated(items[0]))
     for doc_id in whole:
         for metric, value in whole[doc_id].items():
             if not isinstance(value, float) or not math.isnan(value):

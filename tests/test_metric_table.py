@@ -19,26 +19,49 @@ COUNTS = [m for m in METRICS if m.kind == "count"]
 
 def test_the_table_and_its_views():
     assert [m.name for m in METRICS] == [
-        "acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi", "truncated", "unranked"
+        "acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi", "acc_cc", "acc_bc",
+        "truncated", "unranked",
     ]  # fmt: skip
     assert len({m.name for m in METRICS}) == len({m.label for m in METRICS}) == len(METRICS)
-    assert scoring.ACCURACIES == tuple(m.name for m in METRICS if m.kind == "accuracy")
+    assert scoring.ACCURACIES == tuple(m.name for m in METRICS if m.scope == "every")[:5]
+    assert scoring.ACCURACIES == ("acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi")
     assert scoring.COUNTS == ("truncated", "unranked")
     assert scoring.GROUP_METRICS == scoring.ACCURACIES
     for metric in METRICS:
         accuracy = metric.kind == "accuracy"
-        assert metric.aggregation == ("mean" if accuracy else "sum")
+        every = metric.scope == "every"
+        expected = "batch_calibrated" if metric.name == "acc_bc" else "mean" if accuracy else "sum"
+        assert metric.aggregation == expected
         assert metric.higher_is_better is accuracy
-        assert metric.group_aggregation == ("mean" if accuracy else None)
+        # groups average what every task reports; CC and BC only some tasks have
+        assert metric.group_aggregation == ("mean" if accuracy and every else None)
+        assert (metric.colour is not None) is accuracy
+        assert (metric.score is not None) is (accuracy and metric.name != "acc_bc")
     # the report's columns and labels are the table's
     assert report_results.METHODS == scoring.ACCURACIES
-    assert report_results.LABELS == {m.name: m.label for m in METRICS if m.kind == "accuracy"}
+    assert report_results.LABELS == {m: scoring.METRIC_BY_NAME[m].label for m in scoring.ACCURACIES}
+
+
+def test_a_task_reports_what_its_reference_contexts_and_labels_allow():
+    names = [m.name for m in scoring.task_metrics(["domain"], fixed_labels=False)]
+    assert names == [*scoring.ACCURACIES, "truncated", "unranked"]
+    names = [m.name for m in scoring.task_metrics(["domain", "empty", "answer"], True)]
+    assert names == [
+        *scoring.ACCURACIES, "acc_cc", "acc_bc", "acc_pmi_empty", "acc_pmi_answer",
+        "truncated", "unranked",
+    ]  # fmt: skip
+    assert scoring.metric_named("acc_pmi_empty") == scoring.pmi_metric("empty")
+    assert scoring.metric_named("acc_pmi_") is None and scoring.metric_named("nope") is None
 
 
 def test_the_registry_holds_each_metrics_aggregation_and_direction():
     for metric in METRICS:
         assert is_higher_better(metric.name) is metric.higher_is_better, metric.name
         aggregate = get_metric_aggregation(metric.name)
+        if metric.aggregation == "batch_calibrated":  # items: probabilities, then gold
+            # mean [0.7, 0.3]: [0.9, 0.1] -> 0 (right), [0.5, 0.5] -> 1 (wrong)
+            assert aggregate([[0.9, 0.1, 0.0], [0.5, 0.5, 0.0]]) == 0.5
+            continue
         expected = 0.5 if metric.aggregation == "mean" else 2.0
         assert aggregate([1.0, 0.0, 1.0, 0.0]) == expected, metric.name
 
@@ -84,7 +107,10 @@ def test_the_group_yamls_are_found():
 @pytest.mark.parametrize("path", group_yamls())
 def test_a_group_yaml_aggregates_the_tables_group_metrics(path):
     entries = yaml.safe_load(path.read_text(encoding="utf-8"))["aggregate_metric_list"]
-    assert [e["metric"] for e in entries] == list(scoring.GROUP_METRICS)
+    names = [e["metric"] for e in entries]
+    # the table's group metrics, then (the priors study) PMI under each extra reference
+    assert names[: len(scoring.GROUP_METRICS)] == list(scoring.GROUP_METRICS)
+    assert all(n.startswith("acc_pmi_") for n in names[len(scoring.GROUP_METRICS) :]), names
     for entry in entries:  # lm-eval's default group aggregation is the mean
-        expected = scoring.METRIC_BY_NAME[entry["metric"]].group_aggregation
+        expected = scoring.metric_named(entry["metric"]).group_aggregation
         assert entry.get("aggregation", "mean") == expected, entry

@@ -136,7 +136,11 @@ def request_sample(doc_id, options, conditional, domain, gold, **logged) -> dict
     """A DC-PMI sample as lm-eval's JSONL holds it: conditional requests, then domain ones."""
     pairs = [(" Premise", o) for o in options] + [(" the answer is:", o) for o in options]
     lls = conditional + domain
-    values = scoring.accuracies(conditional, domain, gold, None, [len(o) for o in options])
+    values = scoring.accuracies(
+        scoring.DocumentScores(conditional, {"domain": domain}, None, [len(o) for o in options]),
+        gold,
+        [m for m in scoring.METRICS if m.name in scoring.ACCURACIES],
+    )
     return {
         "doc_id": doc_id,
         "target": str(gold),

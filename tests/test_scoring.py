@@ -6,9 +6,21 @@ import math
 import pytest
 
 from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.core.scoring import accuracies, predictions
+from lm_eval_dcpmi.core.scoring import DocumentScores
 
 INF, NAN = math.inf, math.nan
+# The paper's five rules (every DC-PMI task reports them), on one domain premise.
+FIVE = [m for m in scoring.METRICS if m.name in scoring.ACCURACIES]
+
+
+def predictions(conditional, domain, n_tokens=None, n_chars=None):
+    doc = DocumentScores(conditional, {"domain": domain}, n_tokens, n_chars)
+    return scoring.predictions(doc, FIVE)
+
+
+def accuracies(conditional, domain, gold, n_tokens=None, n_chars=None):
+    doc = DocumentScores(conditional, {"domain": domain}, n_tokens, n_chars)
+    return scoring.accuracies(doc, gold, FIVE)
 
 
 def test_each_method_can_pick_a_different_option():

@@ -19,7 +19,6 @@ import jinja2
 from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 
-from lm_eval_dcpmi.core.layout import labelled
 from lm_eval_dcpmi.core.tokens import TokenCounter
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
 
@@ -45,15 +44,23 @@ def fault(task: Any, doc: Any, doc_id: int | None, message: str) -> DCPMIConfigE
     return DCPMIConfigError(f"task {task.config.task} ({task._source}), {where}: {message}")
 
 
-def compile_premise(template: str, task_name: str, source: str) -> jinja2.Template:
-    """The domain premise compiled once in lm-eval's Jinja environment (``apply_template``
+def compile_premise(
+    template: str, task_name: str, source: str, reference: str = "domain"
+) -> jinja2.Template:
+    """A premise template compiled once in lm-eval's Jinja environment (``apply_template``
     compiles it for every document; rendering the compiled one gives the same text)."""
+    line = "`domain_premise:`" if reference == "domain" else f"`reference_contexts: {reference}:`"
+    if not template.strip():
+        raise DCPMIConfigError(
+            f"task {task_name} ({source}): the {reference} premise {template!r} is blank; a "
+            f"reference context needs text. Fix its {line} line."
+        )
     try:
         return lm_utils.env.from_string(template)
     except jinja2.TemplateError as err:
         raise DCPMIConfigError(
-            f"task {task_name} ({source}): the domain premise {template!r} is not a valid "
-            f"Jinja template ({err}); fix its `domain_premise:` line."
+            f"task {task_name} ({source}): the {reference} premise {template!r} is not a valid "
+            f"Jinja template ({err}); fix its {line} line."
         ) from err
 
 
@@ -133,10 +140,14 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
     long: list[tuple[int, Any, int, str]] = []
     window = counter.max_length if counter is not None else None
     delimiter = task.config.target_delimiter
+    fixed_labels: list[str] | None = None  # the first document's options (CC and BC)
     for doc_id, doc in enumerate(task.eval_docs):
         choices = options(task, doc, doc_id)
         gold_index(task, doc, doc_id, choices)
-        task.domain_premise(doc, doc_id)
+        for reference in task.references:
+            task.premise_text(reference, doc, doc_id)
+        if task.content_free_fields:
+            fixed_labels = _check_fixed_labels(task, doc, doc_id, choices, fixed_labels)
         if len(choices) == 1:
             single.append((doc_id, doc, ""))
         elif len(set(choices)) < len(choices):
@@ -173,6 +184,46 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
         _check_option_lengths(task, counter, long)
 
 
+def _check_fixed_labels(
+    task: Any, doc: Any, doc_id: int, choices: list[str], first: list[str] | None
+) -> list[str]:
+    """Contextual and batch calibration compare one option set across documents: every
+    document has the first one's options, distinct, and the content-free fields."""
+    how = (
+        "CC and BC need a fixed label set: remove `content_free_fields:` from the task's YAML "
+        "(the task then reports neither), or fix the data."
+    )
+    missing = [field for field in task.content_free_fields if field not in doc]
+    if missing:
+        fields = ", ".join(sorted(doc)) if isinstance(doc, dict) else type(doc).__name__
+        raise fault(
+            task,
+            doc,
+            doc_id,
+            f"content-free field(s) {missing} are not among the document's "
+            f"fields ({fields}); fix `content_free_fields:` in the task's YAML.",
+        )
+    if task.multiple_input:
+        raise fault(task, doc, doc_id, f"the options are contexts, not labels. {how}")
+    if len(set(choices)) < len(choices):
+        raise fault(task, doc, doc_id, f"options {choices!r} repeat. {how}")
+    if first is None:
+        for text in task.layout.content_free:  # the prompt renders with each input
+            rendered(
+                task,
+                f"the prompt with the content-free input {text!r}",
+                lambda d, text=text: task.content_free_context(d, text),
+                doc,
+                doc_id,
+            )
+        return choices
+    if choices != first:
+        raise fault(
+            task, doc, doc_id, f"options {choices!r} differ from document 0's {first!r}. {how}"
+        )
+    return first
+
+
 def _check_option_lengths(
     task: Any, counter: TokenCounter, long: list[tuple[int, Any, int, str]]
 ) -> None:
@@ -204,12 +255,14 @@ def check_token_counts(
     requests: Sequence[Instance],
     counts: Sequence[tuple[int, int]],
     max_length: int,
+    n_options: int,
+    carrier: bool,
 ) -> None:
     """What lm-eval's HF models assert of every request (``HFLM._loglikelihood_tokens``):
     a context and a continuation of at least one token, a continuation of at most
     ``max_length`` tokens, counted as ``TemplateLM._encode_pair`` splits the pair."""
-    for kind, option_index, (request, (n_context, n_continuation)) in labelled(
-        list(zip(requests, counts, strict=True))
+    for kind, option_index, (request, (n_context, n_continuation)) in task.layout.labelled(
+        list(zip(requests, counts, strict=True)), n_options, carrier
     ):
         context, continuation = request.arguments[:2]
         option = f"option {option_index} ({_shown(continuation)})"
@@ -277,7 +330,9 @@ def check_cached_requests(task: Any, cached: Sequence[Instance], built: Sequence
                 f"the cache holds {len(old[doc_id])} requests, the task builds "
                 f"{len(new[doc_id])} now: {STALE_CACHE}",
             )
-        for kind, _option, (was, now) in labelled(list(zip(old[doc_id], new[doc_id], strict=True))):
+        n_options, carrier = task.layout.n_options([r.arguments[1] for r in new[doc_id]])
+        pairs = list(zip(old[doc_id], new[doc_id], strict=True))
+        for kind, _option, (was, now) in task.layout.labelled(pairs, n_options, carrier):
             for part, a, b in zip(
                 ("context", "continuation"), was.arguments[:2], now.arguments[:2], strict=True
             ):

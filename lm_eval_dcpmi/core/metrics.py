@@ -1,10 +1,10 @@
 """The plugin's metrics as lm-eval knows them: registered by name, with aggregations.
 
-Both read ``scoring.METRICS``. The registration gives a metric that a user's own
+Both read ``scoring``'s table. The registration gives a metric that a user's own
 ``metric_list`` names without an aggregation the table's (``truncated`` and ``unranked``
-are summed). ``dcpmi_metric_list`` gives a DC-PMI task its ``metric_list``: the task's
-own metrics, then the plugin's accuracies (mean) and counts (sum), so lm-eval's public
-config, not its private dicts, declares what the task reports.
+are summed, ``acc_bc`` batch-calibrated). ``dcpmi_metric_list`` gives a DC-PMI task its
+``metric_list``: the task's own metrics, then the plugin's accuracies and counts, so
+lm-eval's public config, not its private dicts, declares what the task reports.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from lm_eval.api.registry import (
     register_metric,
 )
 
-from lm_eval_dcpmi.core.scoring import METRICS
+from lm_eval_dcpmi.core.scoring import DOMAIN, METRICS, Metric, batch_calibrated, task_metrics
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 
@@ -38,35 +38,54 @@ def _per_document(items: Any) -> Any:  # lm-eval's own metric functions pass val
 # (lm-eval names a metric's default aggregation by looking its function up there).
 if "sum" not in AGGREGATION_REGISTRY:
     register_aggregation("sum")(total)
-
-# Register the plugin's metrics with lm-eval, so that a metric_list names them like its own.
-for _metric in METRICS:
-    if _metric.name not in metric_registry:
-        register_metric(
-            metric=_metric.name,
-            higher_is_better=_metric.higher_is_better,
-            output_type="multiple_choice",
-            aggregation=_metric.aggregation,
-        )(_per_document)
-
-# The aggregations dcpmi_metric_list writes: the function `total` itself, not "sum", so
-# that results files record the same config as before the registration above.
-_LISTED_AGGREGATION: dict[str, Any] = {"mean": "mean", "sum": total}
+if "batch_calibrated" not in AGGREGATION_REGISTRY:
+    register_aggregation("batch_calibrated")(batch_calibrated)
 
 
-def dcpmi_metric_list(configured: Sequence[dict] | None) -> list[dict]:
+def register_metrics(metrics: Sequence[Metric]) -> None:
+    """Register with lm-eval those of ``metrics`` it does not know yet (the table's at
+    import; PMI under a task's extra reference contexts when the task is built)."""
+    for metric in metrics:
+        if metric.name not in metric_registry:
+            register_metric(
+                metric=metric.name,
+                higher_is_better=metric.higher_is_better,
+                output_type="multiple_choice",
+                aggregation=metric.aggregation,
+            )(_per_document)
+
+
+register_metrics(METRICS)
+
+# The aggregations dcpmi_metric_list writes: the functions `total` and `batch_calibrated`
+# themselves, not their names, so that results files record the same config as before the
+# registration above.
+_LISTED_AGGREGATION: dict[str, Any] = {
+    "mean": "mean",
+    "sum": total,
+    "batch_calibrated": batch_calibrated,
+}
+
+
+def dcpmi_metric_list(
+    configured: Sequence[dict] | None, metrics: Sequence[Metric] | None = None
+) -> list[dict]:
     """The task's own metrics (lm-eval's multiple-choice defaults when it names none),
-    then the plugin's accuracies (mean) and counts (sum) that it does not name."""
+    then those of the plugin's ``metrics`` (the task's: ``scoring.task_metrics``) that it
+    does not name, with their aggregations."""
     if configured is None:
         configured = [
             {"metric": name, "aggregation": "mean", "higher_is_better": True}
             for name in DEFAULT_METRIC_REGISTRY["multiple_choice"]
         ]
+    if metrics is None:  # a task with the domain premise alone
+        metrics = task_metrics((DOMAIN,), fixed_labels=False)
     names = {entry.get("metric") for entry in configured}
     if "acc_mutual_info" in names:
         raise DCPMIConfigError(
             "metric acc_mutual_info adds its own unconditional requests; DC-PMI replaces it "
-            "(acc_unc and acc_dcpmi, with a domain premise): remove it from metric_list."
+            "(acc_unc and acc_dcpmi, with a domain premise; lm-eval's empty context is the "
+            "reference context `{kind: empty}`): remove it from metric_list."
         )
     ours = [
         {
@@ -74,7 +93,7 @@ def dcpmi_metric_list(configured: Sequence[dict] | None) -> list[dict]:
             "aggregation": _LISTED_AGGREGATION[metric.aggregation],
             "higher_is_better": metric.higher_is_better,
         }
-        for metric in METRICS
+        for metric in metrics
         if metric.name not in names
     ]
     return [*configured, *ours]

@@ -1,17 +1,60 @@
-"""The decision rules of the DC-PMI paper (and lm-eval's acc_norm), as pure functions.
+"""The decision rules of the DC-PMI paper and of the calibrations beside it, as one table.
 
-Every metric the plugin reports is one row of ``METRICS``: its name, report label,
-rule, aggregations and direction. lm-eval's registration and ``metric_list``
-(``metrics``), the reports, the group YAMLs' ``aggregate_metric_list`` (kept equal by
-tests/test_metric_table.py) and the generators in scripts/ all read that table.
+A document's numbers are a ``DocumentScores``: log P(y_i | premise) for each option, the
+same options' log-probabilities after each *reference context* (the paper's domain
+premise is the reference context named ``domain``; the priors study adds more), their
+token and character counts, and, on tasks with a fixed label set, the options'
+log-probabilities after each content-free input (contextual calibration).
+
+Every metric the plugin reports is one row of ``METRICS``: its name, report label and
+colour, its rule (a function of a document's ``DocumentScores`` giving one score per
+option; the highest wins), its aggregations and direction. lm-eval's registration and a
+task's ``metric_list`` (``metrics``), the reports, the group YAMLs (kept equal by
+tests/test_metric_table.py) and the generators in scripts/ all read that table: a new
+rule is one row here, its test, and its independent recompute in tests/recompute.py.
+
+Batch calibration decides a document from every evaluated document's probabilities, so
+its row has a corpus rule instead: the task logs each document's option probabilities
+(``batch_item``) and the metric's aggregation decides them all at once
+(``batch_calibrated``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
+
+DOMAIN = "domain"  # the reference context of the paper: the task's domain premise
+
+
+@dataclass(frozen=True)
+class DocumentScores:
+    """One document's numbers, per option in option order."""
+
+    conditional: Sequence[float]  # log P(y_i | premise)
+    references: Mapping[str, Sequence[float]]  # name -> log P(y_i | that reference context)
+    n_tokens: Sequence[int] | None = None  # y_i's tokens in its conditional request
+    n_chars: Sequence[int] | None = None  # y_i's characters
+    # content-free input ("N/A", "", "[MASK]") -> log P(y_i | the prompt around that input)
+    content_free: Mapping[str, Sequence[float]] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.conditional)
+        given = {"reference " + k: v for k, v in self.references.items()}
+        given.update({"content-free " + repr(k): v for k, v in (self.content_free or {}).items()})
+        given.update(
+            {"token counts": self.n_tokens or [0] * n, "characters": self.n_chars or [0] * n}
+        )
+        bad = {what: len(values) for what, values in given.items() if len(values) != n}
+        if not n or bad:
+            raise ValueError(f"need one number per option ({n} options); got {bad}")
+
+
+# A rule: one score per option (the highest wins), or None when the document lacks what the
+# rule needs (the metric is then NaN: unknown, not wrong).
+Rule = Callable[[DocumentScores], "list[float] | None"]
 
 
 @dataclass(frozen=True)
@@ -21,39 +64,152 @@ class Metric:
     name: str  # lm-eval's metric name (results show "<name>,none")
     label: str  # its column heading in reports
     kind: Literal["accuracy", "count"]  # accuracy: 1.0/0.0 per document; count: 0, 1, 2...
-    rule: str  # what decides it: an accuracy's score (highest wins), a count's what
-    aggregation: Literal["mean", "sum"]  # over a task's documents
+    rule: str  # what decides it, in words: an accuracy's score (highest wins), a count's what
+    aggregation: Literal["mean", "sum", "batch_calibrated"]  # over a task's documents
     higher_is_better: bool
-    # over a group's tasks (the group YAMLs); None: groups do not report it, since lm-eval
-    # groups only average and an average of per-task counts means nothing
+    # over a group's tasks (the group YAMLs); None: groups do not report it (a mean of
+    # counts means nothing; a metric only some tasks have would average other tasks)
     group_aggregation: Literal["mean"] | None
+    colour: str | None = None  # in the report's figures (accuracies)
+    score: Rule | None = field(default=None, compare=False)  # per document; None: corpus/count
+    # which tasks report it: every DC-PMI task, or those with a fixed label set
+    # (content-free inputs declared), or those with that extra reference context
+    scope: Literal["every", "fixed_labels", "reference"] = "every"
 
 
-def _accuracy(name: str, label: str, rule: str) -> Metric:
-    # right (1.0) or wrong (0.0) per document: a task's mean, a group's mean of its tasks'
-    return Metric(name, label, "accuracy", rule, "mean", True, "mean")
+def _accuracy(
+    name: str, label: str, rule: str, colour: str, score: Rule, scope: str = "every"
+) -> Metric:
+    # right (1.0) or wrong (0.0) per document: a task's mean; a group's mean of its tasks'
+    # where every task of the group has it (not CC: the paper's MCQA tasks have no label set)
+    group = None if scope == "fixed_labels" else "mean"
+    return Metric(name, label, "accuracy", rule, "mean", True, group, colour, score, scope)
 
 
 def _count(name: str, what: str) -> Metric:
-    # a task's sum; no group score (see Metric.group_aggregation)
     return Metric(name, name, "count", what, "sum", False, None)
+
+
+def _divided(values: Sequence[float], sizes: Sequence[int] | None, what: str) -> list | None:
+    if sizes is None:
+        return None
+    if min(sizes) < 1:
+        raise ValueError(f"every option needs a positive {what} count, got {list(sizes)}")
+    return [value / size for value, size in zip(values, sizes, strict=True)]
+
+
+def _pmi(reference: str) -> Rule:
+    def score(doc: DocumentScores) -> list[float] | None:
+        prior = doc.references.get(reference)
+        if prior is None:
+            return None
+        return [c - p for c, p in zip(doc.conditional, prior, strict=True)]
+
+    return score
+
+
+def renormalised(log_probs: Sequence[float]) -> list[float]:
+    """Probabilities over the options (softmax), computed stably; every entry NaN when no
+    option has a finite log-probability (nothing to normalise by).
+
+    >>> [round(p, 4) for p in renormalised([math.log(0.2), math.log(0.6)])]
+    [0.25, 0.75]
+    """
+    finite = [x for x in log_probs if not math.isnan(x) and x != -math.inf]
+    if not finite or any(math.isnan(x) or x == math.inf for x in log_probs):
+        return [math.nan] * len(log_probs)
+    top = max(finite)
+    weights = [0.0 if x == -math.inf else math.exp(x - top) for x in log_probs]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def content_free_prior(content_free: Mapping[str, Sequence[float]]) -> list[float]:
+    """Zhao et al.'s p_cf(y_i): each content-free input's option probabilities renormalised
+    over the options, averaged over the inputs in probability space, renormalised again."""
+    per_input = [renormalised(values) for values in content_free.values()]
+    mean = [sum(column) / len(per_input) for column in zip(*per_input, strict=True)]
+    total = sum(mean)
+    return [p / total for p in mean] if total > 0 else [math.nan] * len(mean)
+
+
+def _log(p: float) -> float:
+    return math.nan if math.isnan(p) else (-math.inf if p == 0 else math.log(p))
+
+
+def _contextual_calibration(doc: DocumentScores) -> list[float] | None:
+    # argmax_i p(y_i|x) / p_cf(y_i): p(y_i|x) renormalised over the options differs from
+    # P(y_i|x) by a factor common to every option, so the log-probabilities serve.
+    if doc.content_free is None:
+        return None
+    prior = content_free_prior(doc.content_free)
+    return [c - _log(p) for c, p in zip(doc.conditional, prior, strict=True)]
 
 
 # In the reports' column order.
 METRICS: tuple[Metric, ...] = (
-    _accuracy("acc_unc", "Unc", "log P(y | domain premise)"),
-    _accuracy("acc", "LM", "log P(y | premise)"),
-    _accuracy("acc_avg", "Avg", "log P(y | premise) / tokens of y"),
-    _accuracy("acc_norm", "Char", "log P(y | premise) / characters of y"),  # lm-eval's acc_norm
-    _accuracy("acc_dcpmi", "DC-PMI", "log P(y | premise) - log P(y | domain premise)"),
+    _accuracy("acc_unc", "Unc", "log P(y | domain premise)", "#8c564b",
+              lambda d: list(d.references[DOMAIN])),
+    _accuracy("acc", "LM", "log P(y | premise)", "#1f77b4", lambda d: list(d.conditional)),
+    _accuracy("acc_avg", "Avg", "log P(y | premise) / tokens of y", "#ff7f0e",
+              lambda d: _divided(d.conditional, d.n_tokens, "token")),
+    _accuracy("acc_norm", "Char", "log P(y | premise) / characters of y", "#9467bd",
+              lambda d: _divided(d.conditional, d.n_chars, "character")),  # lm-eval's acc_norm
+    _accuracy("acc_dcpmi", "DC-PMI", "log P(y | premise) - log P(y | domain premise)",
+              "#2ca02c", _pmi(DOMAIN)),
+    _accuracy("acc_cc", "CC", "log p(y | premise) - log p_cf(y), p_cf: content-free inputs "
+              "'N/A', '', '[MASK]' (Zhao et al. 2021)", "#e377c2", _contextual_calibration,
+              scope="fixed_labels"),
+    Metric("acc_bc", "BC", "accuracy", "log p(y | premise) - log mean over the evaluated "
+           "documents of p(y | premise) (Zhou et al. 2024)", "batch_calibrated", True, None,
+           "#17becf", None, "fixed_labels"),
     _count("truncated", "requests cut from the left to fit the model's window"),
     _count("unranked", "documents on which some method had no finite score to rank"),
-)
+)  # fmt: skip
+
+
+def pmi_metric(reference: str) -> Metric:
+    """PMI under an extra reference context (the priors study, a user's premises)."""
+    return _accuracy(
+        f"acc_pmi_{reference}",
+        f"PMI {reference}",
+        f"log P(y | premise) - log P(y | reference context {reference!r})",
+        "#7f7f7f",
+        _pmi(reference),
+        scope="reference",
+    )
+
+
+def task_metrics(references: Sequence[str], fixed_labels: bool) -> tuple[Metric, ...]:
+    """What a DC-PMI task reports: every task's metrics, CC and BC on a fixed label set,
+    PMI under each reference context besides ``domain`` (accuracies, then counts)."""
+    chosen = [
+        m for m in METRICS if m.scope == "every" or (fixed_labels and m.scope == "fixed_labels")
+    ]
+    extra = [pmi_metric(name) for name in references if name != DOMAIN]
+    accuracies = [m for m in chosen if m.kind == "accuracy"] + extra
+    return (*accuracies, *(m for m in chosen if m.kind == "count"))
+
+
 METRIC_BY_NAME: dict[str, Metric] = {metric.name: metric for metric in METRICS}
 
-# Views of the table. Accuracy metric -> the method's name in reports, in column order:
-METHODS: dict[str, str] = {m.name: m.label for m in METRICS if m.kind == "accuracy"}
+
+def metric_named(name: str) -> Metric | None:
+    """The row of ``name``, the priors' ``acc_pmi_<reference>`` included."""
+    if name in METRIC_BY_NAME:
+        return METRIC_BY_NAME[name]
+    if name.startswith("acc_pmi_") and len(name) > len("acc_pmi_"):
+        return pmi_metric(name[len("acc_pmi_") :])
+    return None
+
+
+# Views of the table. The paper's five methods (every task reports them), in column order:
+METHODS: dict[str, str] = {
+    m.name: m.label for m in METRICS if m.kind == "accuracy" and m.scope == "every"
+}
 ACCURACIES = tuple(METHODS)
+# Every accuracy of the table (the five, then CC and BC), and its labels:
+ALL_ACCURACIES: dict[str, str] = {m.name: m.label for m in METRICS if m.kind == "accuracy"}
 # Per-task counts (summed, not averaged).
 COUNTS = tuple(m.name for m in METRICS if m.kind == "count")
 # What a group of DC-PMI tasks reports (``aggregate_metric_list``), in this order.
@@ -75,64 +231,83 @@ def _argmax(scores: Sequence[float]) -> int | None:
     return best
 
 
-def _divided(scores: Sequence[float], sizes: Sequence[int] | None, what: str) -> list | None:
-    if sizes is None:
-        return None
-    if len(sizes) != len(scores) or min(sizes) < 1:
-        raise ValueError(f"every option needs a positive {what} count, got {list(sizes)}")
-    return [score / size for score, size in zip(scores, sizes, strict=True)]
-
-
 def predictions(
-    conditional: Sequence[float],
-    domain: Sequence[float],
-    n_tokens: Sequence[int] | None = None,
-    n_chars: Sequence[int] | None = None,
+    doc: DocumentScores, metrics: Sequence[Metric] | None = None
 ) -> dict[str, int | None]:
-    """Predicted option index under each method (keys: ``ACCURACIES``).
+    """Predicted option index under each per-document rule of ``metrics`` (default: the
+    rules that apply to ``doc``); None where a rule lacks its inputs or has no finite score.
 
-    ``conditional[i]`` is log P(option_i | premise), ``domain[i]`` is
-    log P(option_i | domain premise), ``n_tokens[i]`` the option's token count in the
-    conditional request and ``n_chars[i]`` its length in characters. A method whose
-    counts are not given, or that has no finite score for any option, predicts None.
-
-    >>> predictions([-4.0, -5.0, -9.0], [-2.0, -4.5, -8.0], [1, 2, 6], [4, 5, 30])
-    {'acc_unc': 0, 'acc': 0, 'acc_avg': 2, 'acc_norm': 2, 'acc_dcpmi': 1}
+    >>> doc = DocumentScores([-4.0, -5.0, -9.0], {"domain": [-2.0, -4.5, -8.0]})
+    >>> predictions(DocumentScores(doc.conditional, doc.references, [1, 2, 6], [4, 5, 30]))
+    {'acc_unc': 0, 'acc': 0, 'acc_avg': 2, 'acc_norm': 2, 'acc_dcpmi': 1, 'acc_cc': None}
     """
-    if not conditional or len(conditional) != len(domain):
-        raise ValueError(
-            f"need one domain score per option: got {len(conditional)} conditional "
-            f"and {len(domain)} domain scores"
-        )
-    average = _divided(conditional, n_tokens, "token")
-    per_char = _divided(conditional, n_chars, "character")
-    return {
-        "acc_unc": _argmax(domain),
-        "acc": _argmax(conditional),
-        "acc_avg": None if average is None else _argmax(average),
-        "acc_norm": None if per_char is None else _argmax(per_char),
-        "acc_dcpmi": _argmax([c - d for c, d in zip(conditional, domain, strict=True)]),
-    }
+    picks = {}
+    for metric in METRICS if metrics is None else metrics:
+        if metric.score is None:
+            continue
+        scores = metric.score(doc)
+        picks[metric.name] = None if scores is None else _argmax(scores)
+    return picks
 
 
 def accuracies(
-    conditional: Sequence[float],
-    domain: Sequence[float],
-    gold: int,
-    n_tokens: Sequence[int] | None = None,
-    n_chars: Sequence[int] | None = None,
+    doc: DocumentScores, gold: int, metrics: Sequence[Metric] | None = None
 ) -> dict[str, float]:
-    """Per-document 1.0/0.0 correctness under each method, plus ``unranked``.
+    """Per-document 1.0/0.0 correctness under each per-document rule, plus ``unranked``.
 
-    A method that cannot rank the options (every score NaN or -inf) counts the
-    document as wrong, never as a pick of option 0, and ``unranked`` is 1.0. A method
-    whose counts are not given is NaN (unknown, not wrong).
+    A rule that cannot rank the options (every score NaN or -inf) counts the document as
+    wrong, never as a pick of option 0, and ``unranked`` is 1.0. A rule whose inputs the
+    document lacks (no token counts, no content-free scores) is NaN: unknown, not wrong.
     """
-    predicted = predictions(conditional, domain, n_tokens, n_chars)
-    missing = {"acc_avg": n_tokens is None, "acc_norm": n_chars is None}
-    scores = {
-        metric: float("nan") if missing.get(metric) else float(pred == gold)
-        for metric, pred in predicted.items()
-    }
-    unranked = any(pred is None and not missing.get(m) for m, pred in predicted.items())
-    return {**scores, "unranked": float(unranked)}
+    result, unranked = {}, False
+    for metric in METRICS if metrics is None else metrics:
+        if metric.score is None:
+            continue
+        scores = metric.score(doc)
+        if scores is None:
+            result[metric.name] = math.nan
+            continue
+        pick = _argmax(scores)
+        unranked |= pick is None
+        result[metric.name] = float(pick == gold)
+    return {**result, "unranked": float(unranked)}
+
+
+# ---- batch calibration: decided over the evaluated documents --------------------------
+
+
+def batch_item(conditional: Sequence[float], gold: int) -> list[float]:
+    """What a document logs for ``acc_bc``: its option probabilities renormalised over the
+    options, then its gold index (the aggregation decides every document at once)."""
+    return [*renormalised(conditional), float(gold)]
+
+
+def batch_decisions(items: Sequence[Sequence[float]]) -> list[float]:
+    """Per document 1.0/0.0 under batch calibration (Zhou et al. 2024):
+    argmax_i log p(y_i|x) - log p_mean_i, where p_mean is the mean over the documents of
+    their renormalised p(y|x). A document without finite probabilities is left out of the
+    mean and counts as wrong. Every document must have the same number of options."""
+    if not items:
+        return []
+    sizes = {len(item) for item in items}
+    if len(sizes) != 1:
+        raise ValueError(
+            "batch calibration needs the same options for every document; got documents "
+            f"with {sorted(size - 1 for size in sizes)} options"
+        )
+    probabilities = [list(item[:-1]) for item in items]
+    finite = [p for p in probabilities if not any(math.isnan(x) for x in p)]
+    if not finite:
+        return [0.0] * len(items)
+    mean = [sum(column) / len(finite) for column in zip(*finite, strict=True)]
+    decisions = []
+    for item, p in zip(items, probabilities, strict=True):
+        scores = [_log(x) - _log(m) for x, m in zip(p, mean, strict=True)]
+        decisions.append(float(_argmax(scores) == int(item[-1])))
+    return decisions
+
+
+def batch_calibrated(items: Sequence[Sequence[float]]) -> float:
+    """``acc_bc``'s aggregation: the mean of ``batch_decisions``."""
+    decisions = batch_decisions(items)
+    return sum(decisions) / len(decisions) if decisions else math.nan

@@ -1,41 +1,40 @@
-"""The lm-eval glue: a multiple-choice task that also scores each option after a domain premise.
+"""The lm-eval glue: a multiple-choice task that also scores each option after reference contexts.
 
-A task YAML opts in with two lines::
-
-    class: !function lm_eval_dcpmi.task.DCPMITask
-    domain_premise: " the answer is:"      # a Jinja template over the document
-
-(or starts from a registered task with ``base_task: arc_easy``, see ``derive``).
-For every option the task sends lm-eval's usual request ``(premise, option)`` and a
-second one ``(domain context, option)``. The domain context is built by lm-eval's own
-prompt builder with the domain premise in place of the document's text: the same system
-instruction, description and chat template, no few-shot examples (the authors' rule),
-and the premise's trailing whitespace, so that both requests score the very same
-continuation text. Every document of the evaluation split is checked when the task is
-built (``checks``); the token counts are taken, and requests read from lm-eval's
-request cache compared with the task's own, when the requests are built, before the model
-runs; ``process_results`` then only combines numbers (``scoring.accuracies``).
+A task YAML opts in with ``class: !function lm_eval_dcpmi.task.DCPMITask`` and a
+``domain_premise:`` (or ``base_task:``, see ``derive``); ``references`` reads the other
+reference contexts and content-free fields it may declare. For every option the task
+sends lm-eval's request ``(premise, option)`` and one ``(reference context, option)`` per
+reference context; the first document a process builds also carries the content-free
+requests (``layout``). A premise-like reference context is built by lm-eval's prompt
+builder with it in place of the document's text (system instruction, description, chat
+template; no few-shot examples, the authors' rule) and the premise's trailing whitespace,
+so every request of an option scores the same continuation. Documents are checked when
+the task is built (``checks``), token counts and cached requests when the requests are
+built; ``process_results`` then only combines numbers (``scoring``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from lm_eval_dcpmi.core import checks
+from lm_eval_dcpmi.core import checks, references, scoring
 from lm_eval_dcpmi.core.derive import with_base_task
-from lm_eval_dcpmi.core.layout import conditional_and_domain
-from lm_eval_dcpmi.core.metrics import dcpmi_metric_list
-from lm_eval_dcpmi.core.scoring import METHODS, accuracies
+from lm_eval_dcpmi.core.documents import (
+    DocumentScoring,
+    PendingDocuments,
+    carrier_scores,
+    warn_if_every_process_scores_everything,
+)
+from lm_eval_dcpmi.core.layout import Layout
+from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, register_metrics
+from lm_eval_dcpmi.core.scoring import METHODS, DocumentScores
 from lm_eval_dcpmi.core.tokens import (
     TokenCounter,
     counter_for_metadata,
@@ -68,58 +67,18 @@ class _QuietOwnDatasets(logging.Filter):
 logging.getLogger("lm_eval.api.task").addFilter(_QuietOwnDatasets())
 
 
-@dataclass(frozen=True)
-class DocumentScoring:
-    """What ``process_results`` needs of a document beyond its loglikelihoods."""
-
-    gold: int
-    n_tokens: tuple[int, ...] | None  # per option, in the conditional request
-    truncated: float  # requests (of 2 per option) cut from the left; NaN without tokenizer
-
-
-class PendingDocuments:
-    """Per-document scoring inputs from request building until ``process_results``.
-
-    lm-eval hands ``process_results`` the document, not its id, so entries are keyed by
-    the document's content; each entry is dropped once used.
-    """
-
-    def __init__(self) -> None:
-        self._by_doc: dict[str, list[DocumentScoring]] = {}
-
-    @staticmethod
-    def _key(doc: dict) -> str:
-        return json.dumps(doc, sort_keys=True, default=str)
-
-    def add(self, doc: dict, scoring: DocumentScoring) -> None:
-        self._by_doc.setdefault(self._key(doc), []).append(scoring)
-
-    def pop(self, doc: dict) -> DocumentScoring | None:
-        entries = self._by_doc.get(self._key(doc))
-        if not entries:
-            return None
-        scoring = entries.pop(0)
-        if not entries:
-            del self._by_doc[self._key(doc)]
-        return scoring
-
-    def __len__(self) -> int:
-        return sum(len(entries) for entries in self._by_doc.values())
-
-
 def _trailing_whitespace(text: str) -> str:
     return text[len(text.rstrip()) :]
 
 
-def premise_version(version: Any, domain_premise: str) -> str:
-    """The task's version as results record it: the YAML's number and the domain premise's
-    digest (lm-eval's ``task_hashes`` see the conditional requests only)."""
-    digest = hashlib.sha256(domain_premise.encode("utf-8")).hexdigest()[:8]
-    return f"{version}+premise.{digest}"
+def premise_version(version: Any, identity: str) -> str:
+    """The task's version as results record it: the YAML's number and the digest of its
+    reference contexts (lm-eval's ``task_hashes`` see the conditional requests only)."""
+    return f"{version}+premise.{identity}"
 
 
 class DCPMITask(ConfigurableTask):
-    """``ConfigurableTask`` for multiple choice, plus domain-premise requests and metrics."""
+    """``ConfigurableTask`` for multiple choice, plus reference-context requests and metrics."""
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = dict(config or {})
@@ -128,38 +87,49 @@ class DCPMITask(ConfigurableTask):
             config = with_base_task(config, DCPMITask)
         name = config.get("task", "<unnamed task>")
         self._source = (config.get("metadata") or {}).get("config_source", "its YAML")
-        self.domain_premise_template = config.pop("domain_premise", None)
-        if not isinstance(self.domain_premise_template, str) or not self.domain_premise_template:
-            raise DCPMIConfigError(
-                f"task {name} ({self._source}): DC-PMI needs a domain premise; add a line such "
-                'as `domain_premise: " the answer is:"` (a string or a Jinja template over '
-                "the document)."
-            )
+        self.references = references.reference_contexts(config, name, self._source)
+        self.content_free_fields = references.content_free_fields(config, name, self._source)
+        for key in ("domain_premise", "reference_contexts", "content_free_fields"):
+            config.pop(key, None)
+        self.domain_premise_template = self.references[0].template
         if config.get("output_type") != "multiple_choice":
             raise DCPMIConfigError(
                 f"task {name} ({self._source}): DC-PMI scores options, so it needs "
                 f"`output_type: multiple_choice`, not {config.get('output_type')!r}."
             )
-        # The domain premise goes into the task's metadata, so results files show it.
+        self.layout = Layout(
+            tuple(r.name for r in self.references),
+            references.CONTENT_FREE_INPUTS if self.content_free_fields else (),
+        )
+        self.metrics = scoring.task_metrics(self.layout.references, bool(self.content_free_fields))
+        register_metrics(self.metrics)
+        # What the task scores against goes into its metadata, so results files show it.
         config["metadata"] = {
             **(config.get("metadata") or {}),
-            "domain_premise": self.domain_premise_template,
+            **references.metadata(self.references, self.content_free_fields),
         }
         try:
-            config["metric_list"] = dcpmi_metric_list(config.get("metric_list"))
+            config["metric_list"] = dcpmi_metric_list(config.get("metric_list"), self.metrics)
         except DCPMIConfigError as err:
             raise DCPMIConfigError(f"task {name} ({self._source}): {err}") from None
-        self._premise = checks.compile_premise(self.domain_premise_template, name, self._source)
-        self._rendering_domain = False  # read by doc_to_text, which __init__ calls
+        self._templates = {
+            r.name: checks.compile_premise(r.template, name, self._source, r.name)
+            for r in self.references
+            if r.kind == "premise"
+        }
+        self._rendering_premise: str | None = None  # read by doc_to_text, which __init__ calls
         self._pending = PendingDocuments()
-        self._system_instruction: str | None = None
+        self._build_options: dict[str, Any] = {}
+        self._carrier_due = False  # the next document built carries the content-free requests
+        self._content_free: dict[str, list[float]] | None = None  # their scores, once known
         self._warned_unranked = False
         self._n_constructed = 0  # construct_requests calls: none when lm-eval read its cache
         self._metric_override: str | None = None
         self._last_choices: tuple[Any, Any] = (None, None)  # (document, its options)
         super().__init__(config=config, **kwargs)
         # Results name a task by its version: an edited premise must not pass for the old.
-        self.VERSION = premise_version(self.VERSION, self.domain_premise_template)
+        identity = references.identity(self.references, self.content_free_fields)
+        self.VERSION = premise_version(self.VERSION, identity)
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
         checks.check_documents(self, counter_for_metadata(self.config.metadata))
@@ -167,17 +137,27 @@ class DCPMITask(ConfigurableTask):
     # ---- building requests ----------------------------------------------------------
 
     def build_all_requests(self, *, system_instruction: str | None = None, **kwargs: Any) -> None:
-        # construct_requests is not told the system instruction, and is skipped altogether
-        # when lm-eval reads the requests from its cache (--cache_requests): keep the
-        # instruction for the domain context, and check and count after either path.
-        self._system_instruction = system_instruction
+        # construct_requests is not told the system instruction (nor the few-shot options
+        # the content-free prompts need), and is skipped altogether when lm-eval reads the
+        # requests from its cache (--cache_requests): keep them, and check and count after
+        # either path.
+        self._build_options = {
+            "system_instruction": system_instruction,
+            "apply_chat_template": kwargs.get("apply_chat_template", False),
+            "fewshot_as_multiturn": kwargs.get("fewshot_as_multiturn", False),
+            "chat_template": kwargs.get("chat_template"),
+        }
+        self._content_free = None
+        warn_if_every_process_scores_everything(kwargs.get("world_size", 1))
         constructed = self._n_constructed
+        self._carrier_due = bool(self.layout.content_free)
         super().build_all_requests(system_instruction=system_instruction, **kwargs)
         if self._n_constructed == constructed and self.instances:
             # lm-eval read them from its cache, whose key ignores the task's config, the
             # data and --samples: they count only if they are the requests built now.
             cached = self.instances
             kwargs["cache_requests"] = False
+            self._carrier_due = bool(self.layout.content_free)
             super().build_all_requests(system_instruction=system_instruction, **kwargs)
             checks.check_cached_requests(self, cached, self.instances)
         self._prepare_scoring()
@@ -185,90 +165,116 @@ class DCPMITask(ConfigurableTask):
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> list[Instance]:
         self._n_constructed += 1
         conditional = super().construct_requests(doc, ctx, **kwargs)
-        domain_context = self.domain_context(
-            doc,
-            apply_chat_template=kwargs.get("apply_chat_template", False),
-            chat_template=kwargs.get("chat_template"),
-        )
+        contexts = [self.reference_context(r, doc) for r in self.references]
+        if self._carrier_due:
+            self._carrier_due = False
+            contexts += [self.content_free_context(doc, text) for text in self.layout.content_free]
         instance_kwargs = {
             k: v for k, v in kwargs.items() if k not in ("apply_chat_template", "chat_template")
         }
-        domain_requests = []
-        for request in conditional:
-            context, continuation = request.arguments[:2]
-            # lm-eval moves a context's trailing whitespace into the continuation: give the
-            # domain context the premise's, so both requests score the same text.
-            domain = domain_context.rstrip() + _trailing_whitespace(context)
-            domain_requests.append(
-                Instance(
-                    request_type="loglikelihood",
-                    doc=doc,
-                    arguments=(domain, continuation, *request.arguments[2:]),
-                    idx=len(conditional) + request.idx,
-                    **instance_kwargs,
+        requests = list(conditional)
+        for reference in contexts:
+            for request in conditional:
+                context, continuation = request.arguments[:2]
+                # lm-eval moves a context's trailing whitespace into the continuation: give
+                # the reference context the premise's, so both score the same text; the
+                # empty context stays empty (lm-eval then conditions on its prefix token).
+                if reference:
+                    reference_request = (reference.rstrip() + _trailing_whitespace(context),)
+                    reference_request += (continuation,)
+                else:
+                    reference_request = ("", _trailing_whitespace(context) + continuation)
+                requests.append(
+                    Instance(
+                        request_type="loglikelihood",
+                        doc=doc,
+                        arguments=(*reference_request, *request.arguments[2:]),
+                        idx=len(requests),
+                        **instance_kwargs,
+                    )
                 )
-            )
-        return conditional + domain_requests
+        return requests
 
     def domain_premise(self, doc: dict, doc_id: int | None = None) -> str:
-        """The rendered domain premise for ``doc`` (never empty)."""
-        what = f"the domain premise {self.domain_premise_template!r}"
-        text = checks.rendered(self, what, self._render_premise, doc, doc_id)
-        if not text:
+        """The rendered domain premise for ``doc`` (never blank)."""
+        return self.premise_text(self.references[0], doc, doc_id)
+
+    def premise_text(
+        self, reference: references.ReferenceContext, doc: dict, doc_id: int | None = None
+    ) -> str:
+        """What stands in for the document's text in a reference context (never blank);
+        empty for the empty context."""
+        if reference.kind == "empty":
+            return ""
+        if reference.kind == "last_word":
+            text = checks.rendered(self, "doc_to_text", self.doc_to_text, doc, doc_id)
+            what = "the last word of the premise"
+            text = references.last_word(text) if isinstance(text, str) else ""
+        else:
+            what = f"the {reference.name} premise {reference.template!r}"
+            template = self._templates[reference.name]
+            text = checks.rendered(self, what, lambda d: template.render(**d), doc, doc_id)
+        if not text.strip():
             raise checks.fault(
-                self,
-                doc,
-                doc_id,
-                f"the domain premise template {self.domain_premise_template!r} renders empty; "
-                "a domain premise must be non-empty.",
+                self, doc, doc_id, f"{what} renders {text!r}; a reference context needs text."
             )
         return text
 
-    def _render_premise(self, doc: dict) -> str:
-        # as lm_eval.utils.apply_template renders, on the template compiled once
-        return self._premise.render(**doc)
-
-    def domain_context(
-        self,
-        doc: dict,
-        *,
-        doc_id: int | None = None,
-        apply_chat_template: bool = False,
-        chat_template: Any = None,
+    def reference_context(
+        self, reference: references.ReferenceContext, doc: dict, doc_id: int | None = None
     ) -> str:
-        """The domain premise inside the prompt lm-eval would build around a document's
-        text: system instruction, description, chat template and gen_prefix, no examples."""
-        premise = self.domain_premise(doc, doc_id)
-        with self._domain_premise_as_text(premise):
-            context = self.fewshot_context(
+        """The reference context: its premise inside the prompt lm-eval would build around a
+        document's text (system instruction, description, chat template and gen_prefix, no
+        examples), or the empty string."""
+        premise = self.premise_text(reference, doc, doc_id)
+        if reference.kind == "empty":
+            return ""
+        with self._premise_as_text(premise):
+            return self.fewshot_context(
                 doc,
                 num_fewshot=0,
-                system_instruction=self._system_instruction,
-                apply_chat_template=apply_chat_template,
-                chat_template=chat_template,
+                system_instruction=self._build_options.get("system_instruction"),
+                apply_chat_template=self._build_options.get("apply_chat_template", False),
+                chat_template=self._build_options.get("chat_template"),
                 gen_prefix=self.doc_to_prefix(doc),
             )
-        return context
+
+    def content_free_context(self, doc: dict, text: str) -> str:
+        """The task's own prompt, few-shot examples and chat template included, with
+        ``text`` in every content-free field of ``doc`` (contextual calibration)."""
+        content_free_doc = {**doc, **dict.fromkeys(self.content_free_fields, text)}
+        options = self._build_options
+        # the sampler's draw for the content-free prompt must not shift the documents' own
+        with references.same_fewshot_draws(self):
+            return self.fewshot_context(
+                content_free_doc,
+                num_fewshot=self.config.num_fewshot or 0,
+                system_instruction=options.get("system_instruction"),
+                apply_chat_template=options.get("apply_chat_template", False),
+                fewshot_as_multiturn=options.get("fewshot_as_multiturn", False),
+                chat_template=options.get("chat_template"),
+                gen_prefix=self.doc_to_prefix(content_free_doc),
+            )
 
     @contextlib.contextmanager
-    def _domain_premise_as_text(self, premise: str) -> Iterator[None]:
+    def _premise_as_text(self, premise: str) -> Iterator[None]:
         # fewshot_context renders the document through doc_to_text (and, for several
-        # inputs, through the option contexts): stand the domain premise in for both.
+        # inputs, through the option contexts): stand the premise in for both.
         saved = self.multiple_input
-        self._rendering_domain, self._domain_text, self.multiple_input = True, premise, 0
+        self._rendering_premise, self.multiple_input = premise, 0
         try:
             yield
         finally:
-            self._rendering_domain, self.multiple_input = False, saved
+            self._rendering_premise, self.multiple_input = None, saved
 
     def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> Any:
-        if self._rendering_domain and doc_to_text is None:
-            return self._domain_text
+        if self._rendering_premise is not None and doc_to_text is None:
+            return self._rendering_premise
         return super().doc_to_text(doc, doc_to_text)
 
     def doc_to_choice(self, doc: Any, doc_to_choice: Any = None) -> list[str]:
-        # Building one document's requests asks for its options four times, and lm-eval
-        # compiles a Jinja doc_to_choice on every call: keep the last document's.
+        # Building one document's requests asks for its options several times, and
+        # lm-eval compiles a Jinja doc_to_choice on every call: keep the last document's.
         if doc_to_choice is not None:
             return super().doc_to_choice(doc, doc_to_choice)
         last_doc, choices = self._last_choices
@@ -285,13 +291,14 @@ class DCPMITask(ConfigurableTask):
         for instance in self.instances:
             by_doc.setdefault(instance.doc_id, []).append(instance)
         self._pending = PendingDocuments()
-        scored_texts: set[str] = set()  # options and domain contexts, for the token check
+        scored_texts: set[str] = set()  # options and reference contexts, for the token check
         for doc_id, requests in by_doc.items():
             requests.sort(key=lambda r: r.idx)
             doc = requests[0].doc
-            self._pending.add(doc, self._document_scoring(doc, doc_id, requests, counter))
+            entry = self._document_scoring(doc, doc_id, requests, counter)
+            self._pending.add(doc, entry)
             scored_texts.update(r.arguments[1] for r in requests)
-            scored_texts.update(r.arguments[0] for r in conditional_and_domain(requests)[1])
+            scored_texts.update(r.arguments[0] for r in requests[entry.n_options :])
         if counter is not None:
             for warning in literal_special_token_warnings(
                 scored_texts, counter.tokenizer, self.config.task, self._source
@@ -305,18 +312,21 @@ class DCPMITask(ConfigurableTask):
         # is needed again here.
         choices = checks.options(self, doc, doc_id)
         gold = checks.gold_index(self, doc, doc_id, choices)
-        n_options = len(choices)
-        if len(requests) != 2 * n_options:  # the cache check compares them; a safeguard
-            raise checks.fault(
-                self, doc, doc_id, f"{len(requests)} requests for {n_options} options."
-            )
+        n = len(choices)
+        carrier = bool(self.layout.content_free) and len(requests) == self.layout.n_requests(
+            n, carrier=True
+        )
+        if len(requests) != self.layout.n_requests(n, carrier):  # a safeguard
+            raise checks.fault(self, doc, doc_id, f"{len(requests)} requests for {n} options.")
         if counter is None:
-            return DocumentScoring(gold, None, float("nan"))
+            return DocumentScoring(gold, n, carrier, None, float("nan"))
         counts = [counter.split(*request.arguments[:2]) for request in requests]
-        checks.check_token_counts(self, doc, doc_id, requests, counts, counter.max_length)
+        checks.check_token_counts(
+            self, doc, doc_id, requests, counts, counter.max_length, n, carrier
+        )
         truncated = sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
-        n_tokens = tuple(n_cont for _n_ctx, n_cont in conditional_and_domain(counts)[0])
-        return DocumentScoring(gold, n_tokens, float(truncated))
+        n_tokens = tuple(n_cont for _n_ctx, n_cont in counts[:n])
+        return DocumentScoring(gold, n, carrier, n_tokens, float(truncated))
 
     def _token_counter(self) -> TokenCounter | None:
         counter = counter_for_metadata(self.config.metadata)
@@ -337,24 +347,41 @@ class DCPMITask(ConfigurableTask):
         super().override_metric(metric_name)
         self._metric_override = metric_name
 
-    def process_results(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, float]:
-        scoring = self._pending.pop(doc)
-        if scoring is None:
+    def _content_free_scores(self) -> dict[str, list[float]] | None:
+        if self._content_free is None and self.layout.content_free:
+            self._content_free = carrier_scores(self.layout, self.instances)
+            if self._content_free is None:  # a safeguard: build_all_requests adds them
+                raise DCPMIConfigError(
+                    f"task {self.config.task}: no document carries the content-free requests."
+                )
+        return self._content_free
+
+    def process_results(self, doc: dict, results: list[tuple[float, bool]]) -> dict[str, Any]:
+        entry = self._pending.pop(doc)
+        if entry is None:
             raise DCPMIConfigError(
                 f"task {self.config.task}: results for a document whose requests this task "
                 "did not build; build_all_requests must run first."
             )
-        conditional_results, _domain_results = conditional_and_domain(results)
+        conditional_results = results[: entry.n_options]
         if self._metric_override is not None:
             return super().process_results(doc, conditional_results)
-        conditional, domain = conditional_and_domain([ll for ll, _is_greedy in results])
+        blocks = self.layout.blocks([ll for ll, _ in results], entry.n_options, entry.carrier)
         # The task's own metrics (acc_norm, brier_score, ...) from lm-eval's code, on the
         # conditional requests alone; the plugin's rules override acc and acc_norm with
         # the same values wherever every score is finite.
         own = super().process_results(doc, conditional_results)
-        n_chars = [len(choice) for choice in self.doc_to_choice(doc)]
-        scores = accuracies(conditional, domain, scoring.gold, scoring.n_tokens, n_chars)
-        if scores["unranked"] and not self._warned_unranked:
+        scores = DocumentScores(
+            conditional=blocks.conditional,
+            references=blocks.references,
+            n_tokens=entry.n_tokens,
+            n_chars=[len(choice) for choice in self.doc_to_choice(doc)],
+            content_free=self._content_free_scores(),
+        )
+        values: dict[str, Any] = scoring.accuracies(scores, entry.gold, self.metrics)
+        if any(m.name == "acc_bc" for m in self.metrics):
+            values["acc_bc"] = scoring.batch_item(blocks.conditional, entry.gold)
+        if values["unranked"] and not self._warned_unranked:
             self._warned_unranked = True
             log.warning(
                 "%s: some documents have no finite score (NaN or -inf) for any option under "
@@ -363,7 +390,7 @@ class DCPMITask(ConfigurableTask):
                 self.config.task,
                 doc.get("source", "a document") if isinstance(doc, dict) else "a document",
             )
-        return {**own, **scores, "truncated": scoring.truncated}
+        return {**own, **values, "truncated": entry.truncated}
 
 
 __all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list"]

@@ -73,6 +73,8 @@ class TokenCounter:
 
     def split(self, context: str, continuation: str) -> tuple[int, int]:
         """(context tokens, continuation tokens) as ``TemplateLM._encode_pair`` splits them."""
+        if context == "":  # TemplateLM.loglikelihood: the prefix token is the context
+            return 1, len(self.tokenizer.encode(continuation, add_special_tokens=False))
         spaces = len(context) - len(context.rstrip())
         if spaces:  # lm-eval moves the context's trailing whitespace into the continuation
             context, continuation = context[:-spaces], context[-spaces:] + continuation

@@ -19,7 +19,12 @@ from typing import Any
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report.results import LABELS, METHODS, ReportError, RunResults, model_args
-from lm_eval_dcpmi.report.samples import DocumentOptions, document_options, read_samples
+from lm_eval_dcpmi.report.samples import (
+    DocumentOptions,
+    document_options,
+    read_samples,
+    task_layout,
+)
 
 HEADER = (
     "model",
@@ -94,16 +99,20 @@ def _task_rows(run: RunResults, task: str, summary: ExportSummary) -> Iterator[t
     delimiter = _task_config(run, task).get("target_delimiter", " ")
     delimiter = delimiter if isinstance(delimiter, str) else " "
     summary.tasks.append(task)
+    layout = task_layout(_task_config(run, task))
     for sample in sorted(samples, key=lambda s: int(s["doc_id"])):
         if sample.get("filter", "none") != "none":
             continue
-        document = document_options(sample, where)
+        document = document_options(sample, where, layout)
         tokens = None
         if counter is not None:
             pairs = zip(document.contexts, document.options, strict=True)
             tokens = [counter.split(context, option)[1] for context, option in pairs]
         characters = _characters(document, delimiter)
-        picks = scoring.predictions(document.conditional, document.domain, tokens, characters)
+        picks = scoring.predictions(
+            scoring.DocumentScores(document.conditional, document.references, tokens, characters),
+            [m for m in scoring.METRICS if m.name in METHODS],
+        )
         for method, pick in picks.items():
             logged = sample.get(method)
             if logged is None or pick is None or math.isnan(float(logged)):

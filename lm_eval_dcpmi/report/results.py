@@ -9,6 +9,7 @@ Nothing here imports lm-eval or torch.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,8 @@ class TaskRow:
     # method -> per-document 1.0/0.0 (NaN where not computed), in doc_id order; only when
     # the run logged samples (--log_samples).
     per_doc: dict[str, list[float]] | None = None
+    # the accuracies only some tasks have (CC, BC, PMI under other priors): name -> value
+    extra: dict[str, float] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -206,11 +209,18 @@ def _row(name: str, entry: Mapping[str, Any], is_group: bool) -> TaskRow | None:
     values = {m: metric(entry, m) for m in METHODS}
     if any(values[m] is None for m in REQUIRED):
         return None
+    extra = {}
+    for key in entry:
+        name_, _, _filter = str(key).partition(",")
+        row_metric = None if name_.endswith("_stderr") else scoring.metric_named(name_)
+        if name_ not in METHODS and row_metric is not None and row_metric.kind == "accuracy":
+            extra[name_] = metric(entry, name_)
     return TaskRow(
         task=name,
         scores={m: v for m, v in values.items() if v is not None},
         truncated=metric(entry, "truncated"),
         is_group=is_group,
+        extra={k: v for k, v in extra.items() if v is not None},
     )
 
 
@@ -221,11 +231,30 @@ def per_document(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]
         (s for s in samples if s.get("filter", "none") == "none"),
         key=lambda s: int(s["doc_id"]),
     )
-    return {
+    found = {
         m: [number(s[m]) for s in ordered]
         for m in METHODS
         if ordered and all(m in s for s in ordered)
     }
+    others = {str(k) for s in ordered[:1] for k in s if str(k) not in METHODS}
+    for name in sorted(others):
+        row_metric = None if name.endswith("_stderr") else scoring.metric_named(name)
+        if row_metric is None or row_metric.kind != "accuracy":
+            continue
+        if not all(name in s for s in ordered):
+            continue
+        if row_metric.aggregation == "batch_calibrated":  # items: decided over the task
+            found[name] = scoring.batch_decisions([_item(s[name]) for s in ordered])
+        else:
+            found[name] = [number(s[name]) for s in ordered]
+    return found
+
+
+def _item(value: Any) -> list[float]:
+    """A batch-calibration item as logged: a list, or its JSON text."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return [number(x) for x in value]
 
 
 def run_from_dict(

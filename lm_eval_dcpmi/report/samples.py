@@ -1,9 +1,9 @@
 """The per-document samples that ``lm_eval ... --log_samples`` writes beside a results file.
 
 lm-eval names them ``samples_<task>_<date>.jsonl`` with the date of ``results_<date>.json``.
-Each line is one document: ``arguments`` (the requests' (context, continuation) pairs;
-a DC-PMI task's first half are the conditional requests, the second half the domain
-requests, both in option order), ``filtered_resps`` (the matching
+Each line is one document: ``arguments`` (the requests' (context, continuation) pairs,
+in the blocks of ``core.layout``: the conditional requests, then one block per reference
+context, then on the carrier document the content-free ones), ``filtered_resps`` (the matching
 [loglikelihood, is_greedy] pairs), ``target`` and the per-document metric values.
 The JSONL file stores arguments as ``{"gen_args_<i>": {"arg_0": ..., "arg_1": ...}}`` and
 numbers as strings; ``simple_evaluate`` keeps tuples and floats. Both are read here, and
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core.layout import conditional_and_domain
+from lm_eval_dcpmi.core.layout import DEFAULT, Layout
 from lm_eval_dcpmi.report.results import ReportError, number
 
 _RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
@@ -72,14 +72,33 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class DocumentOptions:
-    """One document's options with both loglikelihoods, from a DC-PMI sample."""
+    """One document's options with their loglikelihoods, from a DC-PMI sample."""
 
     doc_id: int
     contexts: list[str]  # the conditional requests' contexts (premise), per option
     options: list[str]  # the continuations, in option order
     conditional: list[float]  # log P(option | premise)
-    domain: list[float]  # log P(option | domain premise)
+    references: dict[str, list[float]]  # log P(option | reference context), by name
+    content_free: dict[str, list[float]] | None  # the carrier's content-free scores
     gold: int | None  # index of the correct option; None when the target names none
+
+    @property
+    def domain(self) -> list[float]:  # log P(option | domain premise)
+        return self.references["domain"]
+
+
+def task_layout(config: Mapping[str, Any] | None) -> Layout:
+    """The request layout of a task from its config in a results file (its metadata names
+    the reference contexts and content-free fields; the plain layout otherwise)."""
+    metadata = (config or {}).get("metadata")
+    if not isinstance(metadata, Mapping):
+        return DEFAULT
+    extra = metadata.get("reference_contexts")
+    names = tuple(extra) if isinstance(extra, Mapping) else ()
+    from lm_eval_dcpmi.core.references import CONTENT_FREE_INPUTS  # import-light module
+
+    free = CONTENT_FREE_INPUTS if metadata.get("content_free_fields") else ()
+    return Layout(("domain", *names), free)
 
 
 def _pairs(arguments: Any) -> list[tuple[str, str]]:
@@ -106,30 +125,31 @@ def _gold(target: Any, options: Sequence[str]) -> int | None:
     return None
 
 
-def document_options(sample: Mapping[str, Any], where: str) -> DocumentOptions:
+def document_options(
+    sample: Mapping[str, Any], where: str, layout: Layout = DEFAULT
+) -> DocumentOptions:
     """The options of one DC-PMI sample; ``ReportError`` (naming ``where``) when its requests
-    are not conditional + domain pairs for the same options."""
+    are not the layout's blocks scoring the same options."""
     pairs = _pairs(sample.get("arguments") or [])
     responses = sample.get("filtered_resps") or []
-    if not pairs or len(pairs) % 2 or len(responses) != len(pairs):
+    doc_id = sample.get("doc_id")
+    if not pairs or len(responses) != len(pairs):
         raise ReportError(
-            f"{where}: doc {sample.get('doc_id')} has {len(pairs)} requests and "
-            f"{len(responses)} responses; a DC-PMI sample has 2 per option (is this a "
-            "dcpmi_* task's samples file?)"
+            f"{where}: doc {doc_id} has {len(pairs)} requests and {len(responses)} responses "
+            "(is this a dcpmi_* task's samples file?)"
         )
-    conditional, domain = conditional_and_domain(pairs)
-    options = [continuation for _context, continuation in conditional]
-    if [continuation for _context, continuation in domain] != options:
-        raise ReportError(
-            f"{where}: doc {sample.get('doc_id')}: the second half of the requests does not "
-            "score the same options as the first (not a DC-PMI sample)"
-        )
-    scores = conditional_and_domain([number(response[0]) for response in responses])
+    try:
+        n_options, carrier = layout.n_options([continuation for _, continuation in pairs])
+    except ValueError as error:
+        raise ReportError(f"{where}: doc {doc_id}: {error} (not a DC-PMI sample)") from None
+    blocks = layout.blocks(pairs, n_options, carrier)
+    scores = layout.blocks([number(r[0]) for r in responses], n_options, carrier)
     return DocumentOptions(
         doc_id=int(sample["doc_id"]),
-        contexts=[context for context, _continuation in conditional],
-        options=options,
-        conditional=scores[0],
-        domain=scores[1],
-        gold=_gold(sample.get("target"), options),
+        contexts=[context for context, _continuation in blocks.conditional],
+        options=[continuation for _context, continuation in blocks.conditional],
+        conditional=scores.conditional,
+        references=scores.references,
+        content_free=scores.content_free,
+        gold=_gold(sample.get("target"), [c for _, c in blocks.conditional]),
     )

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lm_eval_dcpmi.report import intervals, studies
+from lm_eval_dcpmi.report import comparisons, intervals, studies
 from lm_eval_dcpmi.report.formatting import (
     DAGGER,
     csv_text,
@@ -116,6 +116,7 @@ def run_section(run: RunResults, *, with_intervals: bool = True) -> str:
         section.append(markdown_table(run))
     section.append(_bullets(notes(run)))
     section += [studies.study_markdown(study) for study in run.studies]
+    section += [text for text in comparisons.markdown(run) if text]
     if with_intervals and run.has_samples:
         section.append(intervals.intervals_markdown(run))
         section.append(intervals.differences_markdown(run))
@@ -190,6 +191,7 @@ def format_run(run: RunResults) -> str:
             *([markdown_table(run)] if run.main_rows else []),
             _bullets(notes(run)),
             *(studies.study_markdown(study) for study in run.studies),
+            *(text for text in comparisons.markdown(run) if text),
         ]
     )
 

@@ -1,0 +1,154 @@
+"""A DC-PMI task's reference contexts and content-free inputs, read from its YAML.
+
+A *reference context* stands where the premise stood, and the options are scored after it
+too: PMI under that prior is log P(y | premise) - log P(y | reference context). Every
+DC-PMI task has the paper's, named ``domain`` (its ``domain_premise:``); a task may add
+more under ``reference_contexts:``, each one of
+
+* a string: a premise template (Jinja over the document, like ``domain_premise``);
+* ``{kind: empty}``: lm-eval's unconditional context, the empty string (the model then
+  conditions on its prefix token, as for lm-eval's ``acc_mutual_info``);
+* ``{kind: last_word}``: the last word of the document's premise, with its leading space
+  (the paper's rule for HellaSwag).
+
+``content_free_fields:`` names the document fields that carry its input (SST-2:
+``[sentence]``). The task then also scores contextual calibration (Zhao et al. 2021):
+each content-free input of ``CONTENT_FREE_INPUTS`` takes the place of those fields in the
+task's own prompt, and batch calibration (Zhou et al. 2024). Both need a fixed label set:
+the same options for every document.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from lm_eval_dcpmi.errors import DCPMIConfigError
+
+DOMAIN = "domain"
+# Zhao et al. (2021), "Calibrate Before Use", section 5: "N/A", the empty string, "[MASK]".
+CONTENT_FREE_INPUTS: tuple[str, ...] = ("N/A", "", "[MASK]")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+KINDS = ("premise", "empty", "last_word")
+
+
+@dataclass(frozen=True)
+class ReferenceContext:
+    """One reference context of a task."""
+
+    name: str
+    kind: Literal["premise", "empty", "last_word"]
+    template: str | None = None  # kind "premise": a Jinja template over the document
+
+    @property
+    def spec(self) -> Any:
+        """As the YAML writes it (results files record it in the task's metadata)."""
+        return self.template if self.kind == "premise" else {"kind": self.kind}
+
+
+def last_word(premise: str) -> str:
+    """The premise's last word with its leading space: ``premise[premise.rfind(' '):]``
+    (the paper's HellaSwag rule), after trailing whitespace; the whole premise when it has
+    no space.
+
+    >>> last_word("A man is sitting on a roof. he")
+    ' he'
+    """
+    text = premise.rstrip()
+    return text[max(text.rfind(" "), 0) :]
+
+
+def reference_contexts(
+    config: Mapping[str, Any], task: str, source: str
+) -> tuple[ReferenceContext, ...]:
+    """The task's reference contexts: ``domain`` first, then ``reference_contexts:`` in the
+    YAML's order. ``DCPMIConfigError`` names the task and the entry at fault."""
+    domain_premise = config.get("domain_premise")
+    if not isinstance(domain_premise, str) or not domain_premise:
+        raise DCPMIConfigError(
+            f"task {task} ({source}): DC-PMI needs a domain premise; add a line such "
+            'as `domain_premise: " the answer is:"` (a string or a Jinja template over '
+            "the document)."
+        )
+    found = [ReferenceContext(DOMAIN, "premise", domain_premise)]
+    extra = config.get("reference_contexts") or {}
+    if not isinstance(extra, Mapping):
+        raise DCPMIConfigError(
+            f"task {task} ({source}): `reference_contexts:` must map names to premises, e.g. "
+            '`{answer: "Answer:", empty: {kind: empty}}`; got '
+            f"{type(extra).__name__}."
+        )
+    for name, spec in extra.items():
+        where = f"task {task} ({source}): reference context {name!r}"
+        if not isinstance(name, str) or not _NAME.match(name) or name == DOMAIN:
+            raise DCPMIConfigError(
+                f"{where}: a name is lower-case letters, digits and '_' (it becomes the "
+                f"metric acc_pmi_<name>), and not {DOMAIN!r}, which is the domain premise."
+            )
+        if isinstance(spec, str) and spec.strip():
+            found.append(ReferenceContext(name, "premise", spec))
+        elif isinstance(spec, Mapping) and set(spec) == {"kind"} and spec["kind"] in KINDS[1:]:
+            found.append(ReferenceContext(name, spec["kind"]))
+        else:
+            raise DCPMIConfigError(
+                f"{where}: {spec!r} is neither a premise (a non-blank string) nor "
+                "`{kind: empty}` or `{kind: last_word}`."
+            )
+    return tuple(found)
+
+
+def content_free_fields(config: Mapping[str, Any], task: str, source: str) -> tuple[str, ...]:
+    """The fields ``content_free_fields:`` names (none: the task has no CC or BC)."""
+    fields = config.get("content_free_fields")
+    if fields is None:
+        return ()
+    if (
+        not isinstance(fields, list)
+        or not fields
+        or not all(isinstance(f, str) and f for f in fields)
+        or len(set(fields)) != len(fields)
+    ):
+        raise DCPMIConfigError(
+            f"task {task} ({source}): `content_free_fields:` lists the document fields that "
+            f"hold the input, e.g. `[sentence]`; got {fields!r}."
+        )
+    return tuple(fields)
+
+
+def identity(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> str:
+    """What the task's version records of them: the domain premise alone for a task with
+    nothing else (as before reference contexts existed), else every entry."""
+    if len(references) == 1 and not fields:
+        text = references[0].template or ""
+    else:
+        text = repr([(r.name, r.kind, r.template) for r in references] + [("cf", fields)])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+def metadata(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> dict[str, Any]:
+    """The task metadata results files record: the domain premise, and the other reference
+    contexts and the content-free fields where the task has them (the report reads the
+    request layout from these)."""
+    found: dict[str, Any] = {"domain_premise": references[0].template}
+    if len(references) > 1:
+        found["reference_contexts"] = {r.name: r.spec for r in references[1:]}
+    if fields:
+        found["content_free_fields"] = list(fields)
+    return found
+
+
+@contextlib.contextmanager
+def same_fewshot_draws(task: Any) -> Iterator[None]:
+    """Leaves the task's few-shot sampler as it was: a prompt built inside draws its
+    examples without changing those the documents built after it draw."""
+    generator = getattr(getattr(task, "sampler", None), "rnd", None)
+    state = generator.getstate() if hasattr(generator, "getstate") else None
+    try:
+        yield
+    finally:
+        if state is not None:
+            generator.setstate(state)

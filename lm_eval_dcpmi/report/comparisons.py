@@ -1,0 +1,126 @@
+"""The comparisons beyond the paper's five methods: calibration and the priors study.
+
+* ``calibration_markdown``: on tasks with a fixed label set, contextual calibration (CC,
+  Zhao et al. 2021) and batch calibration (BC, Zhou et al. 2024) beside LM and DC-PMI,
+  each with its 95% interval, and CC and BC against DC-PMI on the same documents.
+* ``priors_markdown``: "which prior?": PMI under each reference context a task scored
+  (the paper's domain premise, "Answer:", the empty context, the last word, a user's own),
+  each with its 95% interval and McNemar's test against the paper's premise.
+
+Both end in the unweighted mean over their tasks. Intervals and tests need the samples
+(``--log_samples``); without them the cells hold the accuracy alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.report import stats
+from lm_eval_dcpmi.report.formatting import md_cell, n_text, p_text
+from lm_eval_dcpmi.report.results import DCPMI, MISSING, RunResults, TaskRow
+
+CALIBRATION = ("acc", DCPMI, "acc_cc", "acc_bc")
+PRIOR_PREFIX = "acc_pmi_"
+
+
+def _value(row: TaskRow, metric: str) -> float:
+    return row.scores.get(metric, row.extra.get(metric, math.nan))
+
+
+def _cell(row: TaskRow, metric: str, against: str | None = None) -> str:
+    """``61.0 [51.2, 70.0]`` with samples, ``61.0`` without; ``, p=0.020`` against a method."""
+    value = _value(row, metric)
+    if math.isnan(value):
+        return MISSING
+    per_doc = row.per_doc or {}
+    interval = stats.accuracy_interval(per_doc[metric]) if metric in per_doc else None
+    text = f"{100 * value:.1f}"
+    if interval is not None:
+        text += f" [{100 * interval.low:.1f}, {100 * interval.high:.1f}]"
+    if against is not None and against != metric:
+        comparison = stats.compare(per_doc, metric, against)
+        if comparison is not None:
+            p = p_text(comparison.p_value)
+            text += f", p{p if p.startswith('<') else '=' + p}"
+    return text
+
+
+def _mean_line(rows: Sequence[TaskRow], metrics: Sequence[str]) -> str:
+    means = []
+    for metric in metrics:
+        values = [_value(row, metric) for row in rows]
+        ok = [v for v in values if not math.isnan(v)]
+        means.append(f"{100 * sum(ok) / len(ok):.1f}" if len(ok) == len(values) else MISSING)
+    return f"| mean ({len(rows)} tasks) | | " + " | ".join(means) + " |"
+
+
+def _label(metric: str) -> str:
+    found = scoring.metric_named(metric)
+    return found.label if found is not None else metric
+
+
+def calibration_rows(run: RunResults) -> list[TaskRow]:
+    return [r for r in run.rows if not r.is_group and ("acc_cc" in r.extra or "acc_bc" in r.extra)]
+
+
+def calibration_markdown(run: RunResults) -> str:
+    """One row per task with CC or BC: LM, DC-PMI, CC, BC (%), CC and BC with McNemar's p
+    against DC-PMI; then their mean."""
+    rows = calibration_rows(run)
+    if not rows:
+        return ""
+    lines = [
+        "### Calibration: CC and BC beside DC-PMI\n",
+        "Accuracy (%) with its 95% Wilson interval where samples were logged; for CC and BC, "
+        "McNemar's p against DC-PMI on the same documents. CC divides each option's "
+        "probability by its mean over the content-free inputs 'N/A', '' and '[MASK]' (Zhao "
+        "et al. 2021); BC by its mean over the evaluated documents (Zhou et al. 2024), so "
+        "BC depends on which documents were evaluated.\n",
+        "| Task | n | " + " | ".join(_label(m) for m in CALIBRATION) + " |",
+        "|---|---:|" + "---:|" * len(CALIBRATION),
+    ]
+    for row in rows:
+        cells = [_cell(row, m, DCPMI if m in ("acc_cc", "acc_bc") else None) for m in CALIBRATION]
+        lines.append(f"| {md_cell(row.task)} | {n_text(row)} | " + " | ".join(cells) + " |")
+    lines.append(_mean_line(rows, CALIBRATION))
+    return "\n".join(lines) + "\n"
+
+
+def prior_metrics(rows: Sequence[TaskRow]) -> list[str]:
+    """The paper's DC-PMI, then every other prior the rows scored, in first-seen order."""
+    found: dict[str, None] = {}
+    for row in rows:
+        found.update(dict.fromkeys(m for m in row.extra if m.startswith(PRIOR_PREFIX)))
+    return [DCPMI, *found]
+
+
+def priors_markdown(run: RunResults) -> str:
+    """ "Which prior?": per task, PMI under each reference context, McNemar against the
+    paper's domain premise; then the mean over the tasks."""
+    rows = [
+        r for r in run.rows if not r.is_group and any(m.startswith(PRIOR_PREFIX) for m in r.extra)
+    ]
+    if not rows:
+        return ""
+    metrics = prior_metrics(rows)
+    labels = ["DC-PMI (paper's premise)", *(_label(m) for m in metrics[1:])]
+    lines = [
+        "### Which prior? PMI under each reference context\n",
+        "Accuracy (%) of log P(y | premise) - log P(y | reference context), with its 95% "
+        "Wilson interval and McNemar's p against the paper's domain premise where samples "
+        "were logged.\n",
+        "| Task | n | " + " | ".join(labels) + " |",
+        "|---|---:|" + "---:|" * len(metrics),
+    ]
+    for row in rows:
+        cells = [_cell(row, m, DCPMI) for m in metrics]
+        lines.append(f"| {md_cell(row.task)} | {n_text(row)} | " + " | ".join(cells) + " |")
+    lines.append(_mean_line(rows, metrics))
+    return "\n".join(lines) + "\n"
+
+
+def markdown(run: RunResults) -> list[str]:
+    """Both sections (each empty when the run has none of its metrics)."""
+    return [calibration_markdown(run), priors_markdown(run)]
