@@ -48,6 +48,11 @@ def fault(task: Any, doc: Any, doc_id: int | None, message: str) -> DCPMIConfigE
 def compile_premise(template: str, task_name: str, source: str) -> jinja2.Template:
     """The domain premise compiled once in lm-eval's Jinja environment (``apply_template``
     compiles it for every document; rendering the compiled one gives the same text)."""
+    if not template.strip():
+        raise DCPMIConfigError(
+            f"task {task_name} ({source}): the domain premise {template!r} is only whitespace; "
+            'give it some text, such as `domain_premise: " the answer is:"`.'
+        )
     try:
         return lm_utils.env.from_string(template)
     except jinja2.TemplateError as err:
@@ -84,8 +89,9 @@ def options(task: Any, doc: Any, doc_id: int) -> list[str]:
     if not isinstance(choices, list) or not choices:
         raise fault(task, doc, doc_id, f"doc_to_choice gave {choices!r}, no options.")
     for number, choice in enumerate(choices):
-        if not isinstance(choice, str) or not choice:
-            raise fault(task, doc, doc_id, f"option {number} is empty: {choices!r}.")
+        if not isinstance(choice, str) or not choice.strip():
+            empty = "only whitespace" if isinstance(choice, str) and choice else "empty"
+            raise fault(task, doc, doc_id, f"option {number} is {empty}: {choices!r}.")
     return choices
 
 
@@ -136,7 +142,14 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
     for doc_id, doc in enumerate(task.eval_docs):
         choices = options(task, doc, doc_id)
         gold_index(task, doc, doc_id, choices)
-        task.domain_premise(doc, doc_id)
+        if not task.domain_premise(doc, doc_id).strip():
+            raise fault(
+                task,
+                doc,
+                doc_id,
+                f"the domain premise template {task.domain_premise_template!r} renders only "
+                "whitespace; a domain premise needs some text.",
+            )
         if len(choices) == 1:
             single.append((doc_id, doc, ""))
         elif len(set(choices)) < len(choices):

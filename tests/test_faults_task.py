@@ -1,0 +1,99 @@
+"""A user's DC-PMI task on bad data or a bad config: one error naming task, document (or
+file and line) and field when the task is built, never a score of the text "None", never a
+``datasets`` traceback (issue 22). No model: the checks run when the task is built."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lm_eval_dcpmi.errors import DCPMIConfigError
+
+GOOD = {"question": "What is snow?", "hint": "Colours.", "a": "white", "b": "black", "label": 0}
+RECORDS = [
+    GOOD,
+    {"question": "Which animal barks?", "hint": "Pets.", "a": "a cat", "b": "a dog", "label": 1},
+    {"question": "What is wet?", "hint": "Things.", "a": "water", "b": "sand", "label": 0},
+]
+
+TASK = """\
+task: quiz_bad
+class: !function lm_eval_dcpmi.task.DCPMITask
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_choice: "{{{{[a, b]}}}}"
+doc_to_target: label
+domain_premise: "Answer:"
+"""
+
+
+def without(record: dict, field: str) -> dict:
+    return {k: v for k, v in record.items() if k != field}
+
+
+def write_jsonl(folder: Path, records: list[dict], name: str = "quiz.jsonl") -> Path:
+    path = folder / name
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+def write_task(folder: Path, data_file: Path, **lines: str) -> None:
+    """The task YAML with some of its lines replaced (``key="value"`` as YAML)."""
+    text = TASK.format(data=data_file)
+    for key, value in lines.items():
+        kept = [line for line in text.splitlines() if not line.startswith(f"{key}:")]
+        text = "\n".join(kept) + f"\n{key}: {value}\n"
+    (folder / "quiz_bad.yaml").write_text(text)
+
+
+def load(folder: Path, task: str = "quiz_bad"):
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(folder), include_defaults=False)
+    return manager.load([task])["tasks"][task]
+
+
+def refused(folder: Path) -> str:
+    with pytest.raises(DCPMIConfigError) as caught:
+        load(folder)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+# ---- 6: a domain premise of whitespace only
+
+
+@pytest.mark.parametrize("premise", ['"   "', '"\\n"', '"\\t \\n"'])
+def test_whitespace_domain_premise_is_refused(tmp_path, premise):
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS), domain_premise=premise)
+    message = refused(tmp_path)
+    assert message.startswith(f"task quiz_bad ({tmp_path}/quiz_bad.yaml): the domain premise ")
+    assert "whitespace" in message
+
+
+def test_domain_premise_rendering_whitespace_is_refused(tmp_path):
+    premise = "\"{{ '\\n ' if label == 1 else 'Answer:' }}\""
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS), domain_premise=premise)
+    message = refused(tmp_path)
+    assert message.startswith(f"task quiz_bad ({tmp_path}/quiz_bad.yaml), document 1: ")
+    assert "only whitespace" in message
+
+
+# ---- 9: an option of whitespace only
+
+
+def test_whitespace_option_is_refused(tmp_path):
+    records = list(RECORDS)
+    records[2] = {**records[2], "b": "  "}
+    write_task(tmp_path, write_jsonl(tmp_path, records))
+    message = refused(tmp_path)
+    assert message.startswith(f"task quiz_bad ({tmp_path}/quiz_bad.yaml), document 2: ")
+    assert "option 1 is only whitespace" in message
