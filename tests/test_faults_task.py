@@ -68,6 +68,53 @@ def refused(folder: Path) -> str:
     return message
 
 
+# ---- 1: a field missing from one record (None in the dataset) is not the text "None"
+
+
+@pytest.mark.parametrize(
+    ("field", "lines", "what"),
+    [
+        ("hint", {"domain_premise": '"{{hint}} Answer:"'}, "the domain premise"),
+        ("question", {}, "doc_to_text"),
+        ("b", {}, "doc_to_choice"),
+        ("label", {}, "doc_to_target"),
+        (
+            "choices",
+            {"doc_to_choice": "choices"},
+            "doc_to_choice",
+        ),
+        ("hint", {"doc_to_target": '"{{ 0 if hint|length > 3 else 1 }}"'}, "doc_to_target"),
+    ],
+)
+def test_a_null_field_a_template_uses_is_named(tmp_path, field, lines, what):
+    records = [{**r, "choices": [r["a"], r["b"]]} for r in RECORDS]
+    records[1] = without(records[1], field)  # the datasets library reads it as None
+    write_task(tmp_path, write_jsonl(tmp_path, records), **lines)
+    message = refused(tmp_path)
+    assert message.startswith(f"task quiz_bad ({tmp_path}/quiz_bad.yaml), document 1: ")
+    assert f"the field {field!r}" in message
+    assert what in message
+    assert "missing" in message
+
+
+def test_a_null_field_no_template_uses_is_fine(tmp_path):
+    records = [{**r, "extra": "x"} for r in RECORDS]
+    records[2] = without(records[2], "extra")
+    write_task(tmp_path, write_jsonl(tmp_path, records))
+    task = load(tmp_path)
+    assert task.eval_docs[2]["extra"] is None
+
+
+def test_a_template_that_handles_a_null_field_is_fine(tmp_path):
+    records = list(RECORDS)
+    records[1] = without(records[1], "hint")
+    premise = "\"{% if hint is not none %}{{hint}} {% endif %}{{ hint or '' }}Answer:\""
+    write_task(tmp_path, write_jsonl(tmp_path, records), domain_premise=premise)
+    task = load(tmp_path)
+    assert task.domain_premise(task.eval_docs[1]) == "Answer:"
+    assert task.domain_premise(task.eval_docs[0]) == "Colours. Colours.Answer:"
+
+
 # ---- 6: a domain premise of whitespace only
 
 
