@@ -14,10 +14,27 @@ from pathlib import Path
 
 from lm_eval_dcpmi.errors import DataError
 
+# Byte-order marks of the encodings that are not UTF-8 (UTF-32 first: its little-endian
+# mark begins with UTF-16's).
+BYTE_ORDER_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
 
 def not_utf8_message(path: Path, name: str) -> str:
-    """Where ``path`` (shown as ``name``) first stops being UTF-8: line and byte offset."""
+    """Where ``path`` (shown as ``name``) first stops being UTF-8: line and byte offset;
+    or, for a file that starts with a UTF-16 or UTF-32 byte-order mark, its encoding."""
     raw = path.read_bytes()
+    for mark, encoding in BYTE_ORDER_MARKS:
+        if raw.startswith(mark):
+            return (
+                f"{name}: {encoding} text (its byte-order mark says so), not UTF-8 ({path}); "
+                f"convert it with `iconv -f {encoding} -t UTF-8` (the byte-order mark goes "
+                "with it)."
+            )
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi import data
+from lm_eval_dcpmi.errors import DataError, DCPMIConfigError
 
 GOOD = {"question": "What is snow?", "hint": "Colours.", "a": "white", "b": "black", "label": 0}
 RECORDS = [
@@ -144,3 +145,22 @@ def test_whitespace_option_is_refused(tmp_path):
     message = refused(tmp_path)
     assert message.startswith(f"task quiz_bad ({tmp_path}/quiz_bad.yaml), document 2: ")
     assert "option 1 is only whitespace" in message
+
+
+# ---- 9: UTF-16 and UTF-32 files of the plugin's own loaders
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-16-le", "utf-16-be"])
+def test_utf16_file_is_told_to_convert_from_utf16(tmp_path, encoding):
+    path = tmp_path / "h.jsonl"
+    record = {"ctx": "A man sits. he", "endings": ["a", "b"], "label": 1}
+    text = json.dumps(record) + "\n"
+    bom = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}.get(encoding, b"")
+    path.write_bytes(bom + text.encode(encoding))
+    with pytest.raises(DataError) as caught:
+        data.jsonl("h.jsonl", "hellaswag", data_dir=tmp_path)
+    name = encoding[:6].upper()
+    assert str(caught.value) == (
+        f"h.jsonl: {name} text (its byte-order mark says so), not UTF-8 ({path}); convert it "
+        f"with `iconv -f {name} -t UTF-8` (the byte-order mark goes with it)."
+    )
