@@ -31,7 +31,7 @@ from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from lm_eval_dcpmi import doc_checks
+from lm_eval_dcpmi import data, doc_checks
 from lm_eval_dcpmi.derive import with_base_task
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.layout import conditional_and_domain
@@ -163,6 +163,11 @@ class DCPMITask(ConfigurableTask):
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
         doc_checks.check_documents(self, counter_for_metadata(self.config.metadata))
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        # a user's JSON file the datasets library cannot read: one line naming the file
+        with data.loading_json(self.config.task, self._source, self.config):
+            super().download(dataset_kwargs, **kwargs)
 
     # ---- building requests ----------------------------------------------------------
 

@@ -5,6 +5,7 @@ file and line) and field when the task is built, never a score of the text "None
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -145,6 +146,51 @@ def test_whitespace_option_is_refused(tmp_path):
     message = refused(tmp_path)
     assert message.startswith(f"task quiz_bad ({tmp_path}/quiz_bad.yaml), document 2: ")
     assert "option 1 is only whitespace" in message
+
+
+# ---- 8: a JSON data file the datasets library cannot read
+
+
+def good_line(record: dict = GOOD) -> str:
+    return json.dumps(record) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            (good_line() * 2 + '{"question": "What is wet?", "ch\n' + good_line()).encode(),
+            r"quiz\.jsonl:3: not valid JSON at column 30 \(Unterminated string",
+        ),
+        ((good_line() + '{"question": "x", "a"').encode(), r"quiz\.jsonl:2: not valid JSON"),
+        (b"", r"quiz\.jsonl: the file is empty"),
+        (b"\n  \n", r"quiz\.jsonl: the file is empty"),
+        ((good_line() * 2).encode("utf-16"), r"quiz\.jsonl: UTF-16 text.*iconv -f UTF-16 -t UTF-8"),
+        ((good_line() * 2).encode("utf-32"), r"quiz\.jsonl: UTF-32 text.*iconv -f UTF-32 -t UTF-8"),
+        (
+            good_line().encode() + b'{"question": "caf\xe9"}\n',
+            r"quiz\.jsonl:2: not UTF-8 text \(byte 0xe9",
+        ),
+    ],
+    ids=["truncated line", "truncated end", "empty", "blank", "UTF-16", "UTF-32", "Latin-1"],
+)
+def test_bad_json_data_file_is_one_line_naming_the_file(tmp_path, content, expected):
+    path = tmp_path / "quiz.jsonl"
+    path.write_bytes(content)
+    write_task(tmp_path, path)
+    message = refused(tmp_path)
+    assert message.startswith(
+        f"task quiz_bad ({tmp_path}/quiz_bad.yaml): dataset_kwargs.data_files: "
+    )
+    assert str(path) in message
+    assert re.search(expected, message), message
+
+
+def test_missing_json_data_file_is_one_line(tmp_path):
+    write_task(tmp_path, tmp_path / "nowhere.jsonl")
+    message = refused(tmp_path)
+    assert f"{tmp_path}/nowhere.jsonl" in message
+    assert "dataset_kwargs.data_files" in message
 
 
 # ---- 9: UTF-16 and UTF-32 files of the plugin's own loaders
