@@ -303,6 +303,45 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
         _check_option_lengths(task, counter, long)
 
 
+def warn_fewshot_from_eval_split(task: Any) -> None:
+    """Once per task: ``num_fewshot`` > 0 and no few-shot split, so lm-eval draws the
+    examples from the evaluation split itself (when the task has no training or validation
+    split to use instead), the document under evaluation included."""
+    shots = task.config.num_fewshot or 0
+    if shots <= 0 or getattr(task, "_warned_fewshot_split", False):
+        return
+    config = task.config
+    fewshot = config.fewshot_config  # a FewshotConfig (lm-eval 0.4.13) or a dict
+    split, samples = (
+        (fewshot.get("split"), fewshot.get("samples"))
+        if isinstance(fewshot, dict)
+        else (getattr(fewshot, "split", None), getattr(fewshot, "samples", None))
+    )
+    if config.fewshot_split is not None or split is not None or samples is not None:
+        return
+    eval_split = config.test_split if task.has_test_docs() else config.validation_split
+    pool = (
+        config.training_split
+        if task.has_training_docs()
+        else config.validation_split
+        if task.has_validation_docs()
+        else config.test_split
+    )
+    if pool != eval_split:
+        return
+    task._warned_fewshot_split = True
+    log.warning(
+        "%s (%s): num_fewshot %d draws the examples from the evaluation split %r itself (the "
+        "task names no few-shot split): a document's examples are other documents of that "
+        "split, at times the document itself. Give the examples a split of their own: "
+        "`fewshot_split: <split>` in the task's YAML.",
+        config.task,
+        task._source,
+        shots,
+        eval_split,
+    )
+
+
 def _check_option_lengths(
     task: Any, counter: TokenCounter, long: list[tuple[int, Any, int, str]]
 ) -> None:

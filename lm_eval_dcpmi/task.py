@@ -176,6 +176,7 @@ class DCPMITask(ConfigurableTask):
         # when lm-eval reads the requests from its cache (--cache_requests): keep the
         # instruction for the domain context, and check and count after either path.
         self._system_instruction = system_instruction
+        doc_checks.warn_fewshot_from_eval_split(self)
         constructed = self._n_constructed
         super().build_all_requests(system_instruction=system_instruction, **kwargs)
         if self._n_constructed == constructed and self.instances:

@@ -5,6 +5,7 @@ file and line) and field when the task is built, never a score of the text "None
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -210,3 +211,45 @@ def test_utf16_file_is_told_to_convert_from_utf16(tmp_path, encoding):
         f"h.jsonl: {name} text (its byte-order mark says so), not UTF-8 ({path}); convert it "
         f"with `iconv -f {name} -t UTF-8` (the byte-order mark goes with it)."
     )
+
+
+# ---- 9: --num_fewshot without a few-shot split draws from the evaluation split
+
+
+def build_requests(task, shots: int) -> None:
+    task.set_config(key="num_fewshot", value=shots)
+    task.build_all_requests(limit=3, rank=0, world_size=1)
+
+
+def test_fewshot_from_the_evaluation_split_warns_once(tmp_path, caplog):
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS))
+    task = load(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        build_requests(task, 2)
+        build_requests(task, 2)
+    warnings = [r.getMessage() for r in caplog.records if "fewshot_split" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith(f"quiz_bad ({tmp_path}/quiz_bad.yaml): num_fewshot 2 ")
+    assert "evaluation split" in warnings[0]
+    # what it warns of: a document's own question among its examples
+    firsts = [i for i in task.instances if i.idx == 0]
+    assert any(i.arguments[0].count(i.doc["question"]) > 1 for i in firsts)
+
+
+def test_fewshot_from_a_split_of_its_own_does_not_warn(tmp_path, caplog):
+    write_jsonl(tmp_path, RECORDS, "train.jsonl")
+    text = TASK.format(data=tmp_path / "quiz.jsonl").replace(
+        "    test:", f"    train: {tmp_path / 'train.jsonl'}\n    test:"
+    )
+    write_jsonl(tmp_path, RECORDS)
+    (tmp_path / "quiz_bad.yaml").write_text(text + "fewshot_split: train\n")
+    task = load(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        build_requests(task, 1)
+        build_requests(task, 0)
+    assert not [r for r in caplog.records if "fewshot_split" in r.getMessage()]
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS))
+    task = load(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        build_requests(task, 0)  # zero-shot: no examples at all
+    assert not [r for r in caplog.records if "fewshot_split" in r.getMessage()]
