@@ -10,6 +10,9 @@ Where the files come from, in order: the ``data_dir`` task metadata
 (``--metadata '{"data_dir": ...}'``), the ``DCPMI_DATA_DIR`` environment variable,
 else the upstream file or archive, downloaded once through ``datasets``' download
 manager (cached under the Hugging Face datasets cache).
+
+``loading_json`` watches the datasets library load a user task's ``dataset_path: json``
+files, and names the file and line it cannot read.
 """
 
 from __future__ import annotations
@@ -410,6 +413,8 @@ def _data_files(dataset_kwargs: dict[str, Any] | None) -> list[tuple[str, Path]]
     """(name as the YAML writes it, path) of the local files in ``data_files``: a path, a
     list of them or a split -> path(s) mapping; glob patterns expanded, URLs left out."""
     files = (dataset_kwargs or {}).get("data_files")
+    if files is None:
+        return []
     if isinstance(files, dict):
         files = list(files.values())
     if not isinstance(files, (list, tuple)):
@@ -462,7 +467,7 @@ def loading_json(task: str, source: str, config: Any) -> Iterator[None]:
             reason = err.__cause__ or err
             names = ", ".join(name for name, _path in _data_files(config.dataset_kwargs))
             problem = (
-                f"the datasets library cannot read {names or 'them'} "
+                f"the datasets library cannot read {names or 'the data'} "
                 f"({type(reason).__name__}: {reason}); a JSON data file holds one JSON object "
                 "per line, or one JSON document."
             )

@@ -304,9 +304,10 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
 
 
 def warn_fewshot_from_eval_split(task: Any) -> None:
-    """Once per task: ``num_fewshot`` > 0 and no few-shot split, so lm-eval draws the
-    examples from the evaluation split itself (when the task has no training or validation
-    split to use instead), the document under evaluation included."""
+    """Once per task: ``num_fewshot`` > 0 and no few-shot split, and lm-eval's fallback (the
+    training split, else the validation split, else the test split) is the evaluation split
+    itself: the examples are other documents of it, at times the document itself (lm-eval
+    leaves the document out only when ``fewshot_split`` names the test split)."""
     shots = task.config.num_fewshot or 0
     if shots <= 0 or getattr(task, "_warned_fewshot_split", False):
         return

@@ -194,6 +194,23 @@ def test_missing_json_data_file_is_one_line(tmp_path):
     assert "dataset_kwargs.data_files" in message
 
 
+def test_bad_json_data_file_stops_dcpmi_run_with_one_line(tmp_path, capsys):
+    from lm_eval_dcpmi import cli
+
+    path = tmp_path / "quiz.jsonl"
+    path.write_bytes((good_line() * 2).encode("utf-16"))
+    write_task(tmp_path, path)
+    argv = ["run", "--include_path", str(tmp_path), "--tasks", "quiz_bad", "--limit", "1"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err  # after the datasets library's progress bars
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] + "\n" == (
+        f"dcpmi: task quiz_bad ({tmp_path}/quiz_bad.yaml): dataset_kwargs.data_files: {path}: "
+        f"UTF-16 text (its byte-order mark says so), not UTF-8 ({path}); convert it with "
+        "`iconv -f UTF-16 -t UTF-8` (the byte-order mark goes with it).\n"
+    )
+
+
 # ---- 9: UTF-16 and UTF-32 files of the plugin's own loaders
 
 
@@ -211,36 +228,6 @@ def test_utf16_file_is_told_to_convert_from_utf16(tmp_path, encoding):
         f"h.jsonl: {name} text (its byte-order mark says so), not UTF-8 ({path}); convert it "
         f"with `iconv -f {name} -t UTF-8` (the byte-order mark goes with it)."
     )
-
-
-# ---- 9: a UTF-8 byte-order mark is accepted by every loader (README and docs say so)
-
-BOM = b"\xef\xbb\xbf"
-
-
-def test_utf8_byte_order_mark_is_accepted_by_the_xml_and_race_loaders(tmp_path):
-    item = (
-        '<item id="1" asks-for="cause" most-plausible-alternative="1"><p>He drank.</p>'
-        "<a1>He was thirsty.</a1><a2>It rained.</a2></item>"
-    )
-    (tmp_path / "copa").mkdir()
-    text = f'<?xml version="1.0" encoding="UTF-8"?>\n<copa-corpus>{item}</copa-corpus>\n'
-    (tmp_path / "copa" / "copa-dev.xml").write_bytes(BOM + text.encode())
-    assert data.xml_items("copa/copa-dev.xml", "copa", data_dir=tmp_path)["test"][0]["p"] == (
-        "He drank."
-    )
-    (tmp_path / "race").mkdir()
-    article = {"article": "A.", "questions": ["Why?"], "options": [["a", "b"]], "answers": ["B"]}
-    (tmp_path / "race" / "1.txt").write_bytes(BOM + json.dumps(article).encode())
-    assert data.race_folder("race", "race", data_dir=tmp_path)["test"][0]["article"] == "A."
-
-
-def test_docs_do_not_say_a_utf8_byte_order_mark_stops_the_run():
-    root = Path(__file__).resolve().parents[1]
-    for page in ("README.md", "docs/tasks.md"):
-        text = " ".join((root / page).read_text().split())
-        assert "a byte-order mark, broken JSON" not in text, page
-        assert "start with a byte-order mark" not in text, page
 
 
 # ---- 9: --num_fewshot without a few-shot split draws from the evaluation split
