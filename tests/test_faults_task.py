@@ -230,6 +230,36 @@ def test_utf16_file_is_told_to_convert_from_utf16(tmp_path, encoding):
     )
 
 
+# ---- 9: a UTF-8 byte-order mark is accepted by every loader (README and docs say so)
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_utf8_byte_order_mark_is_accepted_by_the_xml_and_race_loaders(tmp_path):
+    item = (
+        '<item id="1" asks-for="cause" most-plausible-alternative="1"><p>He drank.</p>'
+        "<a1>He was thirsty.</a1><a2>It rained.</a2></item>"
+    )
+    (tmp_path / "copa").mkdir()
+    text = f'<?xml version="1.0" encoding="UTF-8"?>\n<copa-corpus>{item}</copa-corpus>\n'
+    (tmp_path / "copa" / "copa-dev.xml").write_bytes(BOM + text.encode())
+    assert data.xml_items("copa/copa-dev.xml", "copa", data_dir=tmp_path)["test"][0]["p"] == (
+        "He drank."
+    )
+    (tmp_path / "race").mkdir()
+    article = {"article": "A.", "questions": ["Why?"], "options": [["a", "b"]], "answers": ["B"]}
+    (tmp_path / "race" / "1.txt").write_bytes(BOM + json.dumps(article).encode())
+    assert data.race_folder("race", "race", data_dir=tmp_path)["test"][0]["article"] == "A."
+
+
+def test_docs_do_not_say_a_utf8_byte_order_mark_stops_the_run():
+    root = Path(__file__).resolve().parents[1]
+    for page in ("README.md", "docs/tasks.md"):
+        text = " ".join((root / page).read_text().split())
+        assert "a byte-order mark, broken JSON" not in text, page
+        assert "start with a byte-order mark" not in text, page
+
+
 # ---- 9: --num_fewshot without a few-shot split draws from the evaluation split
 
 
