@@ -40,6 +40,7 @@ from lm_eval_dcpmi.core.tokens import (
     counter_for_metadata,
     literal_special_token_warnings,
 )
+from lm_eval_dcpmi.data.loaders import loading_json
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,11 @@ class DCPMITask(ConfigurableTask):
         # loads the model; plain `lm_eval` builds them after, before any request.
         checks.check_documents(self, counter_for_metadata(self.config.metadata))
 
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        # a user's JSON file the datasets library cannot read: one line naming the file
+        with loading_json(self.config.task, self._source, self.config):
+            super().download(dataset_kwargs, **kwargs)
+
     # ---- building requests ----------------------------------------------------------
 
     def build_all_requests(self, *, system_instruction: str | None = None, **kwargs: Any) -> None:
@@ -149,6 +155,7 @@ class DCPMITask(ConfigurableTask):
         }
         self._content_free = None
         warn_if_every_process_scores_everything(kwargs.get("world_size", 1))
+        checks.warn_fewshot_from_eval_split(self)
         constructed = self._n_constructed
         self._carrier_due = bool(self.layout.content_free)
         super().build_all_requests(system_instruction=system_instruction, **kwargs)
@@ -216,7 +223,10 @@ class DCPMITask(ConfigurableTask):
             text = checks.rendered(self, what, lambda d: template.render(**d), doc, doc_id)
         if not text.strip():
             raise checks.fault(
-                self, doc, doc_id, f"{what} renders {text!r}; a reference context needs text."
+                self,
+                doc,
+                doc_id,
+                f"{what} renders only whitespace ({text!r}); a reference context needs some text.",
             )
         return text
 
