@@ -9,6 +9,8 @@ import. When one of the lm-eval modules below is imported, ``lm_eval_dcpmi._auto
 imported and its hook of that name is called with the module.
 
 ``LM_EVAL_DCPMI_AUTOLOAD=0`` switches it off: then nothing else is imported or installed.
+``install`` does the work on demand (``dcpmi run`` calls it, switch or no switch). The
+dependency is one-way: ``_autoload`` never imports this module.
 """
 
 import os
@@ -75,6 +77,18 @@ def watch() -> None:
     """Put the watcher first on ``sys.meta_path`` (once)."""
     if not any(isinstance(finder, LmEvalWatcher) for finder in sys.meta_path):
         sys.meta_path.insert(0, LmEvalWatcher())
+
+
+def install() -> None:
+    """Register the plugin's tasks and models in this process even when the start-up hook
+    is off or absent (``dcpmi run`` calls it): watch lm-eval's imports, and patch the
+    modules already imported. Idempotent."""
+    from lm_eval_dcpmi import _autoload
+
+    watch()
+    for name, (hook, before_exec) in HOOKS.items():
+        if not before_exec and name in sys.modules:
+            getattr(_autoload, hook)(sys.modules[name])
 
 
 if os.environ.get(SWITCH, "1") != "0":

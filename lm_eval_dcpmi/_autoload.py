@@ -4,7 +4,7 @@ lm-eval 0.4.x finds tasks only in its own folder and in ``--include_path`` and r
 plugin entry points yet. The wheel therefore ships ``lm_eval_dcpmi_autoload.pth``, which
 Python runs at start-up; it imports the tiny top-level ``lm_eval_dcpmi_autoload``, which
 imports this module only once lm-eval imports one of the modules it watches, and then
-calls the hook of that name here:
+calls the hook of that name here (this module never imports that one back):
 
 * ``patch_task_manager``: every ``TaskManager`` also indexes the plugin's ``task_configs``
   (first, so a user's ``--include_path`` can still override our tasks) and the folders of
@@ -22,12 +22,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-
-import lm_eval_dcpmi_autoload
 
 
 def with_plugin_path(include_path: object) -> list:
@@ -99,13 +96,3 @@ def on_lm_eval_cli(_main: ModuleType | None) -> None:
     from lm_eval_dcpmi.errors import install_excepthook
 
     install_excepthook()
-
-
-def install() -> None:
-    """Register the plugin's tasks and models in this process even when the start-up hook
-    is off or absent (``dcpmi run`` calls it): watch lm-eval's imports, and patch the
-    modules already imported. Idempotent."""
-    lm_eval_dcpmi_autoload.watch()
-    for name, (hook, before_exec) in lm_eval_dcpmi_autoload.HOOKS.items():
-        if not before_exec and name in sys.modules:
-            globals()[hook](sys.modules[name])

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from conftest import embedded_model_args_string
 
-from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi.command import cli, derived_tasks, lm_eval_options
 from lm_eval_dcpmi.core.scoring import ACCURACIES
 from lm_eval_dcpmi.errors import DCPMIError
 
@@ -25,7 +25,7 @@ LM_EVAL = str(Path(sys.executable).with_name("lm_eval"))
 
 
 def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
-    derived, rest = cli.split_dcpmi_tasks(
+    derived, rest = derived_tasks.split_dcpmi_tasks(
         ["--tasks", "piqa", "--dcpmi_task", "arc_easy=Answer:", "--limit", "2",
          "--dcpmi_task=hellaswag={{ query.split()[-1] }}", "--dcpmi_task", "quiz= a=b "]
     )  # fmt: skip
@@ -49,7 +49,7 @@ def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
 )
 def test_bad_dcpmi_task_options(argv, message):
     with pytest.raises(DCPMIError, match=message):
-        cli.split_dcpmi_tasks(argv)
+        derived_tasks.split_dcpmi_tasks(argv)
 
 
 def test_bad_option_is_one_line_and_status_2(capsys):
@@ -67,7 +67,9 @@ def test_derived_yaml_is_the_by_name_form(tmp_path):
 
     from lm_eval_dcpmi.core.task import DCPMITask
 
-    names = cli.write_derived_tasks([("arc_easy", "Answer:"), ("copa", "\n{{ x }}")], tmp_path)
+    names = derived_tasks.write_derived_tasks(
+        [("arc_easy", "Answer:"), ("copa", "\n{{ x }}")], tmp_path
+    )
     assert names == ["arc_easy_dcpmi", "copa_dcpmi"]
     assert load_yaml(tmp_path / "copa_dcpmi.yaml", resolve_func=True) == {
         "task": "copa_dcpmi",
@@ -87,11 +89,13 @@ def lm_eval_tasks(argv: list[str]) -> list[str]:
 def test_derived_tasks_join_the_users_tasks():
     model = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]
     derived = ["arc_easy_dcpmi", "piqa_dcpmi"]
-    assert lm_eval_tasks(cli.lm_eval_argv(model, derived)) == derived  # not the dcpmi group
-    with_tasks = cli.lm_eval_argv([*model, "--tasks", "arc_easy", "piqa"], derived)
+    assert (
+        lm_eval_tasks(lm_eval_options.lm_eval_argv(model, derived)) == derived
+    )  # not the dcpmi group
+    with_tasks = lm_eval_options.lm_eval_argv([*model, "--tasks", "arc_easy", "piqa"], derived)
     assert lm_eval_tasks(with_tasks) == ["arc_easy", "piqa", *derived]
-    assert lm_eval_tasks(cli.lm_eval_argv([*model, "-t", "piqa"])) == ["piqa"]
-    assert lm_eval_tasks(cli.lm_eval_argv(model)) == ["dcpmi"]
+    assert lm_eval_tasks(lm_eval_options.lm_eval_argv([*model, "-t", "piqa"])) == ["piqa"]
+    assert lm_eval_tasks(lm_eval_options.lm_eval_argv(model)) == ["dcpmi"]
 
 
 def test_help_documents_the_option(capsys):
@@ -259,7 +263,7 @@ def test_dcpmi_task_option_beside_its_base_with_one_shot(tmp_path):
 
 
 def test_hf_prefix_alone_takes_the_embedded_model():
-    from lm_eval_dcpmi.command.cli import embedded_model_args, lm_eval_argv
+    from lm_eval_dcpmi.command.lm_eval_options import embedded_model_args, lm_eval_argv
 
     argv = lm_eval_argv(["--model", "hf-prefix", "--tasks", "dcpmi_copa"])
     assert argv[argv.index("--model_args") + 1] == embedded_model_args()

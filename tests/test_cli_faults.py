@@ -18,7 +18,7 @@ import yaml
 from conftest import embedded_model_args
 from test_cli import DCPMI, QUIZ_TEST, assert_one_line_error, lm_eval_tasks, run_dcpmi, write_quiz
 
-from lm_eval_dcpmi.command import cli, lm_eval_options, run_steps
+from lm_eval_dcpmi.command import cli, derived_tasks, lm_eval_options, run_steps
 from lm_eval_dcpmi.errors import DCPMIError
 
 MODEL = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]
@@ -43,21 +43,21 @@ def run_in_process(capsys, *args: str) -> tuple[int, str]:
 
 def test_samples_without_tasks_runs_the_tasks_it_names(tmp_path):
     samples = '{"dcpmi_copa": [0, 5, 7], "dcpmi_cb": [1]}'
-    assert lm_eval_tasks(cli.lm_eval_argv([*MODEL, "--samples", samples])) == [
+    assert lm_eval_tasks(lm_eval_options.lm_eval_argv([*MODEL, "--samples", samples])) == [
         "dcpmi_copa",
         "dcpmi_cb",
     ]  # not the whole dcpmi group
     path = tmp_path / "samples.json"
     path.write_text('{"dcpmi_sst2": [3]}')
-    assert lm_eval_tasks(cli.lm_eval_argv([*MODEL, "-E", str(path)])) == ["dcpmi_sst2"]
-    with_variant = cli.lm_eval_argv([*MODEL, "--samples", samples], ["quiz_dcpmi"])
+    assert lm_eval_tasks(lm_eval_options.lm_eval_argv([*MODEL, "-E", str(path)])) == ["dcpmi_sst2"]
+    with_variant = lm_eval_options.lm_eval_argv([*MODEL, "--samples", samples], ["quiz_dcpmi"])
     assert lm_eval_tasks(with_variant) == ["dcpmi_copa", "dcpmi_cb", "quiz_dcpmi"]
-    explicit = cli.lm_eval_argv([*MODEL, "--tasks", "dcpmi_rte", "--samples", samples])
+    explicit = lm_eval_options.lm_eval_argv([*MODEL, "--tasks", "dcpmi_rte", "--samples", samples])
     assert lm_eval_tasks(explicit) == ["dcpmi_rte"]  # the user's --tasks stay
 
 
 def test_dcpmi_run_alone_runs_the_dcpmi_group_on_the_embedded_model():
-    argv = cli.lm_eval_argv([])
+    argv = lm_eval_options.lm_eval_argv([])
     settings = lm_eval_options.config(argv[1:])
     assert (settings.model, settings.tasks, settings.batch_size) == ("hf", ["dcpmi"], "8")
     assert settings.model_args == embedded_model_args()
@@ -66,11 +66,13 @@ def test_dcpmi_run_alone_runs_the_dcpmi_group_on_the_embedded_model():
 def test_config_yaml_settings_are_not_overridden_by_defaults(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"tasks": ["dcpmi_copa"], "batch_size": 2, "device": "x"}))
-    argv = cli.lm_eval_argv(["--config", str(config), *MODEL[:4]])
+    argv = lm_eval_options.lm_eval_argv(["--config", str(config), *MODEL[:4]])
     assert "--tasks" not in argv and "--batch_size" not in argv and "--device" not in argv
     settings = lm_eval_options.config(argv[1:])
     assert (settings.tasks, settings.batch_size, settings.device) == (["dcpmi_copa"], 2, "x")
-    with_variant = lm_eval_options.config(cli.lm_eval_argv(["--config", str(config)], ["q"])[1:])
+    with_variant = lm_eval_options.config(
+        lm_eval_options.lm_eval_argv(["--config", str(config)], ["q"])[1:]
+    )
     assert with_variant.tasks == ["dcpmi_copa", "q"]
 
 
@@ -84,14 +86,14 @@ def test_config_yaml_settings_are_not_overridden_by_defaults(tmp_path):
 )
 def test_bad_samples_option(value, message):
     with pytest.raises(DCPMIError, match=message):
-        cli.lm_eval_argv([*MODEL, "--samples", value])
+        lm_eval_options.lm_eval_argv([*MODEL, "--samples", value])
 
 
 def test_samples_file_with_bad_json_names_file_line_and_column(tmp_path):
     path = tmp_path / "samples.json"
     path.write_text('{"dcpmi_copa": [0, 1],\n "dcpmi_cb": [2,, 3]}\n')
     with pytest.raises(DCPMIError) as caught:
-        cli.lm_eval_argv([*MODEL, "--samples", str(path)])
+        lm_eval_options.lm_eval_argv([*MODEL, "--samples", str(path)])
     assert str(caught.value).startswith(
         f"--samples {path}:2: not valid JSON at column 17 (Expecting value)"
     )
@@ -142,7 +144,7 @@ def test_samples_naming_a_task_not_run_stops_dcpmi_run(capsys, scratch):
 )
 def test_task_names_that_are_paths_are_refused(value, why):
     with pytest.raises(DCPMIError) as caught:
-        cli.split_dcpmi_tasks(["--dcpmi_task", value])
+        derived_tasks.split_dcpmi_tasks(["--dcpmi_task", value])
     base = value.partition("=")[0]
     assert str(caught.value).startswith(
         f"--dcpmi_task {value!r}: {base!r} is not a task name ({why}); TASK is the name of a "
@@ -152,7 +154,7 @@ def test_task_names_that_are_paths_are_refused(value, why):
 
 def test_task_names_with_parentheses_are_task_names():
     # lm-eval registers e.g. tmmluplus_education_(profession_level)
-    assert cli.split_dcpmi_tasks(["--dcpmi_task", "a_(b)=X"])[0] == [("a_(b)", "X")]
+    assert derived_tasks.split_dcpmi_tasks(["--dcpmi_task", "a_(b)=X"])[0] == [("a_(b)", "X")]
 
 
 def test_path_as_task_writes_nothing_outside_the_temporary_folder(capsys, scratch, tmp_path):
@@ -184,7 +186,7 @@ def test_bad_json_in_an_option_is_one_line_with_its_position(option):
     # The same message under every lm-eval release (0.4.12 exits through argparse for
     # --metadata; 0.4.13 drops the position).
     with pytest.raises(DCPMIError) as caught:
-        cli.lm_eval_argv([option, '{"a": 1,}', "--tasks", "dcpmi_copa"])
+        lm_eval_options.lm_eval_argv([option, '{"a": 1,}', "--tasks", "dcpmi_copa"])
     assert str(caught.value) == (
         f"{option} '{{\"a\": 1,}}' is not JSON: Expecting property name enclosed in double "
         "quotes at column 9; write a JSON object with double-quoted names and strings"

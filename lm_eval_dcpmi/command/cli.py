@@ -7,12 +7,13 @@ without ``--tasks`` the tasks ``--samples`` names, else the whole ``dcpmi`` grou
 without ``--batch_size`` 8, and without ``--device`` the CPU when no GPU is present.
 Every other option goes to lm-eval unchanged. At the end it prints the DC-PMI table
 (Unc / LM / Avg / Char / DC-PMI). ``--dcpmi_task TASK=PREMISE`` adds the DC-PMI variant
-of a registered multiple-choice task (see ``derive.py``). A ``DCPMIError`` (bad data,
+of a registered multiple-choice task (see ``derived_tasks``). A ``DCPMIError`` (bad data,
 task config or option) is printed as one line on stderr, exit status 2.
 
 The run has two steps (``run_steps``), both on lm-eval's public API: the tasks are built
 (configs, data and the plugin's per-document checks) by a ``TaskManager`` before any
-model exists, then ``cli_evaluate`` runs the very same command line.
+model exists, then ``cli_evaluate`` runs the very same command line (``lm_eval_options``
+adds the defaults to it).
 
 ``dcpmi report RESULTS...`` turns lm-eval results files into paper-style tables
 and figures (see ``report/``).
@@ -23,144 +24,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-import yaml
-
-from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.errors import DCPMIError
-
-if TYPE_CHECKING:
-    from lm_eval_dcpmi.command.lm_eval_options import GivenOptions
-
-DCPMI_TASK_OPTION = "--dcpmi_task"
-DERIVED_SUFFIX = "_dcpmi"
-DEFAULT_TASKS = "dcpmi"
-
-
-def embedded_model_args() -> str:
-    """``--model_args`` for the embedded SmolLM2-135M GGUF model."""
-    try:
-        return embedded.model_args_string()
-    except embedded.EmbeddedModelMissing as err:
-        raise SystemExit(f"dcpmi: no --model given and {err}") from None
-
-
-# ---------------------------------------------------------------- --dcpmi_task TASK=PREMISE
-
-
-def split_dcpmi_tasks(argv: Sequence[str]) -> tuple[list[tuple[str, str]], list[str]]:
-    """``(base task, domain premise)`` of every ``--dcpmi_task``, and the other options."""
-    derived: list[tuple[str, str]] = []
-    rest: list[str] = []
-    args = iter(argv)
-    for arg in args:
-        if arg == DCPMI_TASK_OPTION:
-            value = next(args, None)
-            if value is None:
-                raise DCPMIError(f"{DCPMI_TASK_OPTION} needs a value TASK=PREMISE.")
-        elif arg.startswith(DCPMI_TASK_OPTION + "="):
-            value = arg[len(DCPMI_TASK_OPTION) + 1 :]
-        else:
-            rest.append(arg)
-            continue
-        derived.append(parse_dcpmi_task(value))
-    bases = [base for base, _premise in derived]
-    repeated = sorted({base for base in bases if bases.count(base) > 1})
-    if repeated:
-        raise DCPMIError(
-            f"{DCPMI_TASK_OPTION} names {', '.join(repeated)} more than once; give each base "
-            "task one domain premise per run (its variant is named <task>_dcpmi)."
-        )
-    return derived, rest
-
-
-def parse_dcpmi_task(value: str) -> tuple[str, str]:
-    """``'arc_easy=Answer:'`` -> ``('arc_easy', 'Answer:')`` (the premise is kept verbatim)."""
-    base, equals, premise = value.partition("=")
-    base = base.strip()
-    if not equals or not base or not premise:
-        raise DCPMIError(
-            f"{DCPMI_TASK_OPTION} {value!r}: expected TASK=PREMISE with a registered "
-            f'multiple-choice task and a non-empty domain premise, e.g. arc_easy="Answer:".'
-        )
-    # TASK names a file of the temporary task folder: nothing that leads out of it.
-    bad = next((c for c in base if c in "/\\" or not c.isprintable()), None)
-    if bad is not None or base.startswith((".", "-")):
-        what = f"it holds {bad!r}" if bad is not None else f"it starts with {base[0]!r}"
-        raise DCPMIError(
-            f"{DCPMI_TASK_OPTION} {value!r}: {base!r} is not a task name ({what}); TASK is "
-            "the name of a registered task, e.g. arc_easy (for a task of your own, give its "
-            "folder with --include_path and its name here)."
-        )
-    return base, premise
-
-
-def derived_task_config(base: str, premise: str) -> dict[str, str]:
-    """The by-name DC-PMI YAML for ``base`` (written out with the function tag added)."""
-    return {"task": base + DERIVED_SUFFIX, "base_task": base, "domain_premise": premise}
-
-
-def write_derived_tasks(derived: Sequence[tuple[str, str]], folder: Path) -> list[str]:
-    """One YAML per ``(base, premise)`` in ``folder``; returns the new task names."""
-    names = []
-    for base, premise in derived:
-        config = derived_task_config(base, premise)
-        path = folder / f"{config['task']}.yaml"
-        if path.resolve().parent != folder.resolve():  # parse_dcpmi_task rules this out
-            raise DCPMIError(f"{DCPMI_TASK_OPTION} {base}: not a task name.")
-        text = yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
-        text += "class: !function lm_eval_dcpmi.task.DCPMITask\n"
-        path.write_text(text, encoding="utf-8")
-        names.append(config["task"])
-    return names
-
-
-# ---------------------------------------------------------------- the lm-eval command line
-
-
-def lm_eval_argv(forwarded: Sequence[str], derived_tasks: Sequence[str] = ()) -> list[str]:
-    """The lm-eval command line for ``dcpmi run``: the user's options, then our defaults
-    for what neither they nor their ``--config`` YAML set (lm-eval's parser decides).
-
-    Tasks: the user's (``--tasks`` or the YAML's) plus ``derived_tasks`` (the
-    ``--dcpmi_task`` variants); without them, the tasks ``--samples`` names (lm-eval would
-    run every other task in full), plus the variants; else the variants alone; else the
-    ``dcpmi`` group.
-    """
-    from lm_eval_dcpmi.command import lm_eval_options
-
-    argv = list(forwarded)
-    given = lm_eval_options.read(["run", *argv])
-    if "model" not in given.names:
-        argv = ["--model", "hf", *argv]
-    if given.model in (None, "hf", "hf-prefix") and "model_args" not in given.names:
-        # No HF_HUB_OFFLINE here: the model is read from disk either way, and offline
-        # mode would also stop the downloads of lm-eval's hub datasets and ours.
-        argv += ["--model_args", embedded_model_args()]
-    tasks = _task_list(given, derived_tasks)
-    if tasks:
-        argv += ["--tasks", ",".join(tasks)]  # lm-eval appends repeated --tasks
-    if "batch_size" not in given.names:
-        argv += ["--batch_size", "8"]  # lm-eval's default of 1 leaves the CPU idle
-    if "device" not in given.names:
-        import torch
-
-        if not torch.cuda.is_available():
-            argv += ["--device", "cpu"]
-    return ["lm_eval", "run", *argv]
-
-
-def _task_list(given: GivenOptions, derived: Sequence[str]) -> list[str]:
-    """What ``--tasks`` to add (see ``lm_eval_argv``); empty: add none."""
-    if given.tasks_option:
-        return list(derived)  # appended to the user's --tasks
-    if given.tasks:  # from --config: a --tasks option replaces them, so repeat them
-        tasks = given.tasks
-        return [*tasks, *(t for t in derived if t not in tasks)] if derived else []
-    chosen = list(given.samples) if given.samples else ([] if derived else [DEFAULT_TASKS])
-    return [*chosen, *(t for t in derived if t not in chosen)]
 
 
 def user_error(error: BaseException) -> DCPMIError | None:

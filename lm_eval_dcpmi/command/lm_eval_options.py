@@ -6,7 +6,8 @@ lm-eval builds its ``TaskManager`` from (to build the tasks before the model). A
 comes from lm-eval: its argument parser (``parse_namespace``) and
 ``lm_eval.config.EvaluatorConfig.from_cli`` (defaults, ``--config`` YAML, a ``--samples``
 file, metadata merged with the model arguments), so that ``dcpmi run`` reads every option
-exactly as the ``cli_evaluate`` run that follows will.
+exactly as the ``cli_evaluate`` run that follows will. ``lm_eval_argv`` adds
+``dcpmi run``'s defaults for what the user left unset.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.errors import DCPMIError
 
+DEFAULT_TASKS = "dcpmi"
 SAMPLES_EXAMPLE = "'{\"dcpmi_copa\": [0, 5, 7]}'"
 
 
@@ -197,3 +200,55 @@ def _samples_shape(data: Any, where: str) -> dict[str, list[int]]:
             f"(0, 1, ...), e.g. {SAMPLES_EXAMPLE}; got {str(data)[:80]!r}."
         )
     return data
+
+
+# ---------------------------------------------------------------- the lm-eval command line
+
+
+def embedded_model_args() -> str:
+    """``--model_args`` for the embedded SmolLM2-135M GGUF model."""
+    try:
+        return embedded.model_args_string()
+    except embedded.EmbeddedModelMissing as err:
+        raise SystemExit(f"dcpmi: no --model given and {err}") from None
+
+
+def lm_eval_argv(forwarded: Sequence[str], derived_tasks: Sequence[str] = ()) -> list[str]:
+    """The lm-eval command line for ``dcpmi run``: the user's options, then our defaults
+    for what neither they nor their ``--config`` YAML set (lm-eval's parser decides).
+
+    Tasks: the user's (``--tasks`` or the YAML's) plus ``derived_tasks`` (the
+    ``--dcpmi_task`` variants); without them, the tasks ``--samples`` names (lm-eval would
+    run every other task in full), plus the variants; else the variants alone; else the
+    ``dcpmi`` group.
+    """
+    argv = list(forwarded)
+    given = read(["run", *argv])
+    if "model" not in given.names:
+        argv = ["--model", "hf", *argv]
+    if given.model in (None, "hf", "hf-prefix") and "model_args" not in given.names:
+        # No HF_HUB_OFFLINE here: the model is read from disk either way, and offline
+        # mode would also stop the downloads of lm-eval's hub datasets and ours.
+        argv += ["--model_args", embedded_model_args()]
+    tasks = _task_list(given, derived_tasks)
+    if tasks:
+        argv += ["--tasks", ",".join(tasks)]  # lm-eval appends repeated --tasks
+    if "batch_size" not in given.names:
+        argv += ["--batch_size", "8"]  # lm-eval's default of 1 leaves the CPU idle
+    if "device" not in given.names:
+        import torch
+
+        if not torch.cuda.is_available():
+            argv += ["--device", "cpu"]
+    return ["lm_eval", "run", *argv]
+
+
+def _task_list(given: GivenOptions, derived: Sequence[str]) -> list[str]:
+    """What ``--tasks`` to add (see ``lm_eval_argv``); empty: add none."""
+    if given.tasks_option:
+        return list(derived)  # appended to the user's --tasks
+    if given.tasks:  # from --config: a --tasks option replaces them, so repeat them
+        tasks = given.tasks
+        return [*tasks, *(t for t in derived if t not in tasks)] if derived else []
+    chosen = list(given.samples) if given.samples else ([] if derived else [DEFAULT_TASKS])
+    return [*chosen, *(t for t in derived if t not in chosen)]

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.command import lm_eval_options
-from lm_eval_dcpmi.command.cli import (
+from lm_eval_dcpmi.command.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
-    lm_eval_argv,
     split_dcpmi_tasks,
     write_derived_tasks,
 )
+from lm_eval_dcpmi.command.lm_eval_options import lm_eval_argv
 from lm_eval_dcpmi.errors import DCPMIError
 
 
@@ -63,10 +63,11 @@ def sigterm_raises() -> Iterator[None]:
 
 def run(forwarded: Sequence[str]) -> int:
     """``dcpmi run`` with ``forwarded`` (its arguments): checks, then the evaluation."""
+    import lm_eval_dcpmi_autoload
     from lm_eval_dcpmi import _autoload
 
     derived, forwarded = split_dcpmi_tasks(forwarded)
-    _autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or the .pth is absent
+    lm_eval_dcpmi_autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or no .pth
     with tempfile.TemporaryDirectory(prefix="dcpmi_run_") as scratch:
         folder = Path(scratch, "tasks")
         folder.mkdir()
