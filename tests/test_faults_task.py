@@ -195,7 +195,7 @@ def test_missing_json_data_file_is_one_line(tmp_path):
 
 
 def test_bad_json_data_file_stops_dcpmi_run_with_one_line(tmp_path, capsys):
-    from lm_eval_dcpmi import cli
+    from lm_eval_dcpmi.command import cli
 
     path = tmp_path / "quiz.jsonl"
     path.write_bytes((good_line() * 2).encode("utf-16"))
