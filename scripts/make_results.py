@@ -292,14 +292,18 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
     if part:
         lines = _part_table(runs, part, page)
     elif "+calibration" in options or "+priors" in options:
-        lines = []
-        for run in runs:
-            table = comparisons.calibration_markdown(run)
-            if "+priors" in options:
-                table = comparisons.priors_markdown(run)
-            body = table.splitlines()
-            start = next(i for i, line in enumerate(body) if line.startswith("| Task"))
-            lines += ([""] if lines else []) + [_source_line(run, page), "", *body[start:]]
+        # one table over every run of the set (a suite scored in parts)
+        priors = "+priors" in options
+        rows = [
+            row
+            for run in runs
+            for row in (
+                comparisons.prior_rows(run) if priors else comparisons.calibration_rows(run)
+            )
+        ]
+        table = comparisons.priors_table(rows) if priors else comparisons.calibration_table(rows)
+        sources = ", ".join(f"[`{run.source.name}`]({_link(run.source, page)})" for run in runs)
+        lines = [f"From {sources}.", "", *table]
     else:
         lines = []
         for run, parts in join_parts(runs):

@@ -78,6 +78,14 @@ def calibration_markdown(run: RunResults) -> str:
         "probability by its mean over the content-free inputs 'N/A', '' and '[MASK]' (Zhao "
         "et al. 2021); BC by its mean over the evaluated documents (Zhou et al. 2024), so "
         "BC depends on which documents were evaluated.\n",
+        *calibration_table(rows),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def calibration_table(rows: Sequence[TaskRow]) -> list[str]:
+    """The calibration table's lines (header, a row per task, the mean)."""
+    lines = [
         "| Task | n | " + " | ".join(_label(m) for m in CALIBRATION) + " |",
         "|---|---:|" + "---:|" * len(CALIBRATION),
     ]
@@ -85,7 +93,7 @@ def calibration_markdown(run: RunResults) -> str:
         cells = [_cell(row, m, DCPMI if m in ("acc_cc", "acc_bc") else None) for m in CALIBRATION]
         lines.append(f"| {md_cell(row.task)} | {n_text(row)} | " + " | ".join(cells) + " |")
     lines.append(_mean_line(rows, CALIBRATION))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def prior_metrics(rows: Sequence[TaskRow]) -> list[str]:
@@ -96,21 +104,33 @@ def prior_metrics(rows: Sequence[TaskRow]) -> list[str]:
     return [DCPMI, *found]
 
 
+def prior_rows(run: RunResults) -> list[TaskRow]:
+    return [
+        r for r in run.rows if not r.is_group and any(m.startswith(PRIOR_PREFIX) for m in r.extra)
+    ]
+
+
 def priors_markdown(run: RunResults) -> str:
     """ "Which prior?": per task, PMI under each reference context, McNemar against the
     paper's domain premise; then the mean over the tasks."""
-    rows = [
-        r for r in run.rows if not r.is_group and any(m.startswith(PRIOR_PREFIX) for m in r.extra)
-    ]
+    rows = prior_rows(run)
     if not rows:
         return ""
-    metrics = prior_metrics(rows)
-    labels = ["DC-PMI (paper's premise)", *(_label(m) for m in metrics[1:])]
     lines = [
         "### Which prior? PMI under each reference context\n",
         "Accuracy (%) of log P(y | premise) - log P(y | reference context), with its 95% "
         "Wilson interval and McNemar's p against the paper's domain premise where samples "
         "were logged.\n",
+        *priors_table(rows),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def priors_table(rows: Sequence[TaskRow]) -> list[str]:
+    """The "which prior?" table's lines (header, a row per task, the mean)."""
+    metrics = prior_metrics(rows)
+    labels = ["DC-PMI (paper's premise)", *(_label(m) for m in metrics[1:])]
+    lines = [
         "| Task | n | " + " | ".join(labels) + " |",
         "|---|---:|" + "---:|" * len(metrics),
     ]
@@ -118,7 +138,7 @@ def priors_markdown(run: RunResults) -> str:
         cells = [_cell(row, m, DCPMI) for m in metrics]
         lines.append(f"| {md_cell(row.task)} | {n_text(row)} | " + " | ".join(cells) + " |")
     lines.append(_mean_line(rows, metrics))
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def markdown(run: RunResults) -> list[str]:
