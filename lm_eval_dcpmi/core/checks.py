@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import jinja2
 import jinja2.meta
 from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 
+from lm_eval_dcpmi.core import null_fields
 from lm_eval_dcpmi.core.tokens import TokenCounter
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
 
@@ -87,119 +88,6 @@ def rendered(
         raise fault(task, doc, doc_id, f"{what} failed: {type(err).__name__}: {err}.") from err
 
 
-class _NullUsed(Exception):
-    """A template used the value of a document's null field."""
-
-    def __init__(self, field: str) -> None:
-        super().__init__(field)
-        self.field = field
-
-
-class _Null:
-    """A document's null field while the check renders a template: ``None`` to Jinja's
-    conditions and tests (``if``, ``or``, ``is none``, ``==``), an error wherever its
-    value is used (printed as "None", concatenated, measured, indexed, called)."""
-
-    __slots__ = ("field",)
-
-    def __init__(self, field: str) -> None:
-        self.field = field
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __eq__(self, other: object) -> bool:
-        return other is None or isinstance(other, _Null)
-
-    def __hash__(self) -> int:
-        return hash(None)
-
-    def _used(self, *_args: object, **_kwargs: object) -> NoReturn:
-        raise _NullUsed(self.field)
-
-    __str__ = __repr__ = __format__ = __iter__ = __len__ = __getitem__ = __contains__ = _used
-    __add__ = __radd__ = __mul__ = __rmul__ = __mod__ = __call__ = __int__ = __float__ = _used
-    __lt__ = __le__ = __gt__ = __ge__ = _used
-
-    def __getattr__(self, name: str) -> NoReturn:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise _NullUsed(self.field)
-
-
-# lm-eval's Jinja environment (its filters, StrictUndefined), where `is none` is also true
-# of a _Null.
-_NULL_ENV = lm_utils.env.overlay()
-_NULL_ENV.tests = {
-    **lm_utils.env.tests,
-    "none": lambda value: value is None or isinstance(value, _Null),
-}
-
-FIELD_TEMPLATES = ("doc_to_text", "doc_to_choice", "doc_to_target")
-# (what, the fields it reads, its template in _NULL_ENV, or None when it is a field)
-NullCheck = tuple[str, frozenset[str], "jinja2.Template | None"]
-
-
-def null_checks(task: Any) -> list[NullCheck]:
-    """What the task renders from a document's fields: the domain premise, doc_to_text,
-    doc_to_choice and doc_to_target, each a field or a Jinja template (a list, a number
-    or a ``!function`` is code the check cannot see into)."""
-    premise = task.domain_premise_template
-    sources = [(f"the domain premise {premise!r}", premise, False)]
-    if getattr(task, "prompt", None) is None:  # a promptsource prompt is code too
-        sources += [(name, getattr(task.config, name), True) for name in FIELD_TEMPLATES]
-    features = set(getattr(task, "features", None) or [])
-    checks: list[NullCheck] = []
-    for what, source, may_be_field in sources:
-        if not isinstance(source, str):
-            continue
-        if may_be_field and source in features:  # lm-eval reads the field itself
-            checks.append((what, frozenset([source]), None))
-            continue
-        try:
-            used = jinja2.meta.find_undeclared_variables(_NULL_ENV.parse(source))
-            template = _NULL_ENV.from_string(source)
-        except jinja2.TemplateError:  # lm-eval's own rendering names the error
-            continue
-        if used:
-            checks.append((what, frozenset(used), template))
-    return checks
-
-
-def check_null_fields(task: Any, doc: Any, doc_id: int, checks: list[NullCheck]) -> None:
-    """A field the document holds as null (the datasets library fills a key missing from
-    some records of a JSON file with None) is missing wherever a template uses its value:
-    else the domain premise, prompt or an option would hold the text "None"."""
-    if not isinstance(doc, dict):
-        return
-    nulls = {field for field, value in doc.items() if value is None}
-    for what, used, template in checks:
-        if not used & nulls:
-            continue
-        if template is None:
-            (field,) = used
-            raise fault(
-                task,
-                doc,
-                doc_id,
-                f"{what} is the field {field!r}, missing (null) in this document; add it to "
-                "the record (a key missing from a JSON record reads as null).",
-            )
-        try:
-            template.render(**{**doc, **{field: _Null(field) for field in used & nulls}})
-        except _NullUsed as err:
-            raise fault(
-                task,
-                doc,
-                doc_id,
-                f"{what} uses the field {err.field!r}, missing (null) in this document; add it "
-                "to the record (a key missing from a JSON record reads as null), or let the "
-                f"template skip it: `{{% if {err.field} is not none %}}...{{% endif %}}`.",
-            ) from None
-        except Exception:  # it fails with None as well: `rendered` names the error then
-            pass
-
-
 def options(task: Any, doc: Any, doc_id: int) -> list[str]:
     """The document's options, each a non-empty string."""
     choices = rendered(task, "doc_to_choice", task.doc_to_choice, doc, doc_id)
@@ -257,9 +145,11 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
     window = counter.max_length if counter is not None else None
     delimiter = task.config.target_delimiter
     fixed_labels: list[str] | None = None  # the first document's options (CC and BC)
-    nulls = null_checks(task)
+    nulls = null_fields.null_checks(task)
     for doc_id, doc in enumerate(task.eval_docs):
-        check_null_fields(task, doc, doc_id, nulls)
+        problem = null_fields.null_field_problem(doc, nulls)
+        if problem is not None:
+            raise fault(task, doc, doc_id, problem)
         choices = options(task, doc, doc_id)
         gold_index(task, doc, doc_id, choices)
         for reference in task.references:

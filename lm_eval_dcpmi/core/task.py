@@ -40,7 +40,7 @@ from lm_eval_dcpmi.core.tokens import (
     counter_for_metadata,
     literal_special_token_warnings,
 )
-from lm_eval_dcpmi.data.loaders import loading_json
+from lm_eval_dcpmi.data.user_json import loading_json
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 log = logging.getLogger(__name__)
