@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -163,7 +162,11 @@ def test_options_export_without_a_tokenizer(tmp_path, capsys):
         # The logged LM value is wrong on purpose: the export says so.
         request_sample(1, [" x", " y", " z"], [-2.0, -1.0, -3.0], [-1.0, -1.0, -1.0], 1, acc=0.0),
     ]
-    data = results_dict({"dcpmi_copa": entry(0.5, 1.0, math.nan, 1.0, n=2, norm=1.0)})
+    # The results hold the logged values' means, as lm-eval computes them (the report
+    # refuses samples whose means are not the results' accuracies).
+    mean = {m: sum(s[m] for s in samples) / len(samples) for m in METHODS}
+    values = [mean[m] for m in ("acc_unc", "acc", "acc_avg", "acc_dcpmi")]
+    data = results_dict({"dcpmi_copa": entry(*values, n=2, norm=mean["acc_norm"])})
     data["config"]["model_args"] = {}  # no tokenizer named: the tokens column stays empty
     data["configs"] = {"dcpmi_copa": {"target_delimiter": ""}}  # characters: the whole option
     path = write_run(tmp_path / "m", data, {"dcpmi_copa": samples})

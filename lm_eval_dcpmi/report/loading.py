@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import math
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
+from typing import Any
 
 from lm_eval_dcpmi.report.results import (
+    METHODS,
     ReportError,
     RunResults,
     TaskRow,
     per_document,
     run_from_dict,
 )
-from lm_eval_dcpmi.report.samples import read_samples, samples_files
+from lm_eval_dcpmi.report.samples import domain_contexts, read_samples, samples_files, task_hash
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +51,12 @@ def read_results_file(path: Path) -> RunResults:
         if row.task in run.samples_files:
             samples_file = run.samples_files[row.task]
             try:
-                row.per_doc = per_document(read_samples(samples_file)) or None
+                samples = read_samples(samples_file)
+                row.per_doc = per_document(samples) or None
             except ReportError as error:
                 raise SamplesError(str(error)) from None
             _same_documents(row, samples_file, path)
+            _same_run(row, samples, samples_file, path, data)
     return run
 
 
@@ -66,6 +73,121 @@ def _same_documents(row: TaskRow, samples_file: Path, results_file: Path) -> Non
             "or edited samples file?). Rerun with --log_samples, or move the samples file "
             "away to report without intervals."
         )
+
+
+MOVE_AWAY = (
+    "Use the samples files written with this results file (the same date in their names), "
+    "or move the samples file away to report without intervals."
+)
+
+
+def _same_run(
+    row: TaskRow,
+    samples: Sequence[Mapping[str, Any]],
+    samples_file: Path,
+    results_file: Path,
+    data: Mapping[str, Any],
+) -> None:
+    """The samples file is this results file's: its doc ids are unique and the documents
+    the run scored; its per-document values average to the results' accuracies, exactly;
+    and, where it carries them, lm-eval's sample hashes give the results' ``task_hashes``
+    and its domain requests hold the domain premise the results record for the task. Else
+    the intervals and tests would contradict the table beside them."""
+    where = f"{samples_file} ({row.task}, beside {results_file})"
+    scored = [s for s in samples if s.get("filter", "none") == "none"]
+    _doc_ids(row, scored, where, data)
+    for method in METHODS:
+        values = (row.per_doc or {}).get(method)
+        if not values or method not in row.scores:
+            continue
+        mean = sum(values) / len(values)  # lm-eval's `mean` aggregation
+        reported = row.scores[method]
+        if not (mean == reported or (math.isnan(mean) and math.isnan(reported))):
+            right = sum(1 for v in values if v == 1.0)
+            raise SamplesError(
+                f"{where}: its per-document {method} averages {mean:.6g} ({right} of "
+                f"{len(values)} documents right), but the results file reports "
+                f"{reported:.6g}; the samples are another run's (or edited). {MOVE_AWAY}"
+            )
+    recorded = (data.get("task_hashes") or {}).get(row.task)
+    computed = task_hash(samples)
+    if isinstance(recorded, str) and computed is not None and computed != recorded:
+        raise SamplesError(
+            f"{where}: its documents and prompts (lm-eval's doc_hash, prompt_hash and "
+            f"target_hash) hash to {computed[:12]}..., but the results file's task_hashes "
+            f"give {recorded[:12]}...; the samples are another run's. {MOVE_AWAY}"
+        )
+    _same_premise(row, scored, where, data)
+
+
+def _doc_ids(
+    row: TaskRow, scored: Sequence[Mapping[str, Any]], where: str, data: Mapping[str, Any]
+) -> None:
+    """Unique doc ids, within the task's documents; the first ``n`` when the run scored
+    them all or took the first ones (``--limit``), any ``n`` of them after ``--samples``."""
+    ids = []
+    for sample in scored:
+        value = sample.get("doc_id")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, str))
+            or not (str(value).isdigit())
+        ):
+            raise SamplesError(f"{where}: doc_id {value!r} is not a document index")
+        ids.append(int(value))
+    repeated = sorted(i for i, count in Counter(ids).items() if count > 1)
+    if repeated:
+        raise SamplesError(
+            f"{where}: doc_id {repeated[0]} appears {Counter(ids)[repeated[0]]} times"
+            f"{f' ({len(repeated)} doc ids repeat)' if len(repeated) > 1 else ''}; a samples "
+            f"file holds each document once. {MOVE_AWAY}"
+        )
+    limit = (data.get("config") or {}).get("limit") if isinstance(data, Mapping) else None
+    if row.n_total is not None:
+        beyond = [i for i in ids if i >= row.n_total]
+        if beyond:
+            raise SamplesError(
+                f"{where}: doc_id {beyond[0]} is beyond the task's {row.n_total} documents "
+                f"(0-{row.n_total - 1}). {MOVE_AWAY}"
+            )
+    prefix = limit is not None or (row.n_total is not None and row.n == row.n_total)
+    if prefix and row.n is not None:
+        missing = sorted(set(range(row.n)) - set(ids))
+        if missing:
+            raise SamplesError(
+                f"{where}: doc_id {missing[0]} is missing ({len(missing)} of the first "
+                f"{row.n} documents the run scored are); the samples are not this run's "
+                f"documents. {MOVE_AWAY}"
+            )
+
+
+def _same_premise(
+    row: TaskRow, scored: Sequence[Mapping[str, Any]], where: str, data: Mapping[str, Any]
+) -> None:
+    """Where the samples carry their requests and the results record a domain premise
+    that is no template (and that their version's ``+premise.<digest>`` names), every
+    domain request holds it."""
+    configs = data.get("configs") if isinstance(data, Mapping) else None
+    config = configs.get(row.task) if isinstance(configs, Mapping) else None
+    metadata = config.get("metadata") if isinstance(config, Mapping) else None
+    premise = metadata.get("domain_premise") if isinstance(metadata, Mapping) else None
+    if not isinstance(premise, str) or not premise.strip() or "{" in premise:
+        return
+    version = str((data.get("versions") or {}).get(row.task, ""))
+    digest = hashlib.sha256(premise.encode("utf-8")).hexdigest()[:8]
+    if "+premise." in version and not version.endswith(f"+premise.{digest}"):
+        return  # the results file contradicts itself; its version is what it is
+    for sample in scored:
+        contexts = domain_contexts(sample)
+        if contexts is None:
+            return  # trimmed samples: no requests to compare
+        if any(premise.strip() not in context for context in contexts):
+            raise SamplesError(
+                f"{where}: doc {sample.get('doc_id')}'s domain requests do not hold the "
+                f"domain premise {premise!r} the results file records for the task "
+                f"(version {version or 'unknown'}); the samples are another version's. "
+                f"{MOVE_AWAY}"
+            )
 
 
 def _results_in_folder(folder: Path) -> list[RunResults]:

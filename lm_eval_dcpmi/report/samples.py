@@ -14,6 +14,7 @@ that ``scripts/make_results.py --add`` commits for a full run).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -153,3 +154,31 @@ def document_options(
         content_free=scores.content_free,
         gold=_gold(sample.get("target"), [c for _, c in blocks.conditional]),
     )
+
+
+HASH_FIELDS = ("doc_hash", "prompt_hash", "target_hash")
+
+
+def task_hash(samples: Sequence[Mapping[str, Any]]) -> str | None:
+    """The hash lm-eval records for a task's samples in its results file (``task_hashes``:
+    lm_eval/loggers/evaluation_tracker.py, ``save_results_aggregated``, over every line in
+    the order it writes them); None when a line lacks the per-sample hashes (trimmed)."""
+    if not samples or not all(
+        isinstance(s.get(field), str) for s in samples for field in HASH_FIELDS
+    ):
+        return None
+    joined = "".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in samples)
+    return hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+def domain_contexts(sample: Mapping[str, Any]) -> list[str] | None:
+    """The contexts of a DC-PMI sample's domain requests; None when the sample does not
+    carry its requests (trimmed) or they are not laid out as a DC-PMI document's."""
+    arguments = sample.get("arguments")
+    if not arguments:
+        return None
+    try:
+        pairs = _pairs(arguments)
+        return [context for context, _option in conditional_and_domain(pairs)[1]]
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None

@@ -2,14 +2,18 @@
 
 Every target is checked first (a folder where a file goes, a file where the ``--out``
 folder goes); each file is then written under a temporary name beside its target and only
-moved into place (``os.replace``, atomic on one file system) once all were written. A
-failure leaves the targets as they were and removes the temporary files, and the ``--out``
-folder when this call created it.
+moved into place (``os.replace``, atomic on one file system) once all were written. Each
+target that exists is first kept under a second name (a hard link, else a copy), so that
+when moving a later file into place fails (a target made immutable, a full disk) the
+files already replaced are put back and the new ones removed. A failure leaves the
+targets as they were and removes the temporary files, and the ``--out`` folder when this
+call created it.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,8 +88,7 @@ def write_all(outputs: Sequence[Output], folder: Path | None = None) -> list[Pat
                     f"{output.target}: cannot be written ({err.strerror or err}); nothing was "
                     "written"
                 ) from None
-        for path, target in temporary:
-            os.replace(path, target)
+        _move_into_place(temporary)
     except BaseException:
         for path, _target in temporary:
             path.unlink(missing_ok=True)
@@ -93,3 +96,67 @@ def write_all(outputs: Sequence[Output], folder: Path | None = None) -> list[Pat
             _remove_created(folder, created)
         raise
     return [output.target for output in outputs]
+
+
+def _keep(target: Path) -> Path | None:
+    """A second name for ``target``'s current content (None: there is no target)."""
+    if not target.exists():
+        return None
+    kept = target.with_name(f".{target.name}.{os.getpid()}.old")
+    kept.unlink(missing_ok=True)
+    try:
+        os.link(target, kept)
+    except OSError:  # no hard links here: a copy
+        shutil.copy2(target, kept)
+    return kept
+
+
+def _move_into_place(temporary: Sequence[tuple[Path, Path]]) -> None:
+    """``os.replace`` each temporary file onto its target; if one fails, undo the ones
+    done (the previous files back, the new ones removed) and raise ``ReportError``."""
+    done: list[tuple[Path, Path | None]] = []  # (target, its previous content's second name)
+    kept_all: list[Path] = []
+    unrestored: list[tuple[Path, Path | None]] = []
+    try:
+        for path, target in temporary:
+            try:
+                kept = _keep(target)
+                if kept is not None:
+                    kept_all.append(kept)
+                os.replace(path, target)
+            except OSError as err:
+                unrestored = _undo(done)
+                raise ReportError(
+                    f"{target}: cannot be moved into place ({err.strerror or err}); "
+                    + _undone(unrestored)
+                ) from None
+            done.append((target, kept))
+    finally:
+        keep = {k for _t, k in unrestored}
+        for kept in kept_all:
+            if kept not in keep:
+                kept.unlink(missing_ok=True)
+
+
+def _undone(unrestored: Sequence[tuple[Path, Path | None]]) -> str:
+    if not unrestored:
+        return "nothing was written (the files already replaced were restored)"
+    return "; ".join(
+        f"{target} holds the new version and could not be restored"
+        + (f" (the previous one is {kept})" if kept is not None else "")
+        for target, kept in unrestored
+    )
+
+
+def _undo(done: Sequence[tuple[Path, Path | None]]) -> list[tuple[Path, Path | None]]:
+    """Put back what ``_move_into_place`` replaced; returns those it could not."""
+    failed = []
+    for target, kept in reversed(done):
+        try:
+            if kept is None:
+                target.unlink(missing_ok=True)
+            else:
+                os.replace(kept, target)
+        except OSError:
+            failed.append((target, kept))
+    return failed
