@@ -2,7 +2,8 @@
 
 Importing this module changes nothing: the environment the tests run in is set in
 ``pytest_configure`` (and undone when pytest ends), which also stops the whole run with
-one message when the evaluation data is missing, instead of one error per test.
+one message when the evaluation data is missing, instead of one error per test. The
+helpers the test files share are in helpers.py and report_helpers.py.
 """
 
 from __future__ import annotations
@@ -14,22 +15,18 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from lm_eval_dcpmi import embedded
-
-ROOT = Path(__file__).resolve().parents[1]
-# Tests read the real evaluation files from ../shared/data (never copied into the project).
-SHARED_DATA = Path(os.environ.get("DCPMI_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
-GGUF_FILE = embedded.GGUF_FILE
-# Nearly every test builds a task on the real files: without them the run stops at once.
-MISSING_DATA = (
-    "the evaluation data is missing: {path} does not exist. The tests read the real data "
-    "files; put them there (a checkout of the project beside its `shared/` folder) or set "
-    "DCPMI_DATA_DIR to the folder that holds them (see README, Data)."
+from helpers import (
+    E2E_LIMIT,
+    E2E_TASKS,
+    MISSING_DATA,
+    SHARED_DATA,
+    embedded_model_args,
+    embedded_model_args_string,
 )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Nearly every test builds a task on the real files: without them the run stops at once.
     if not SHARED_DATA.is_dir():
         raise pytest.UsageError(MISSING_DATA.format(path=SHARED_DATA))
     environment = pytest.MonkeyPatch()
@@ -40,11 +37,6 @@ def pytest_configure(config: pytest.Config) -> None:
     environment.setenv("DCPMI_DATA_DIR", str(SHARED_DATA))  # read by the task YAMLs' loaders
     if "TOKENIZERS_PARALLELISM" not in os.environ:
         environment.setenv("TOKENIZERS_PARALLELISM", "false")
-
-
-embedded_model_dir = embedded.model_dir
-embedded_model_args = embedded.model_args
-embedded_model_args_string = embedded.model_args_string
 
 
 @pytest.fixture(scope="session")
@@ -70,27 +62,10 @@ def hf_lm():
     return HFLM(**embedded_model_args(), device="cpu", batch_size=8)
 
 
-def request_pairs(task, n_docs: int) -> list[list[tuple[str, str]]]:
-    """(context, continuation) of every request of the task's first ``n_docs`` documents."""
-    task.build_all_requests(limit=n_docs, rank=0, world_size=1)
-    by_doc: dict[int, list] = {}
-    for instance in task.instances:
-        by_doc.setdefault(instance.doc_id, []).append(instance)
-    return [
-        [tuple(i.arguments[:2]) for i in sorted(by_doc[doc_id], key=lambda i: i.idx)]
-        for doc_id in sorted(by_doc)
-    ]
-
-
-def load_task(task_manager, name: str):
-    return task_manager.load([name])["tasks"][name]
-
-
 # ---------------------------------------------------------------- one real lm_eval CLI run
 # The end-to-end and report tests share one run of the real `lm_eval` command on the
-# embedded model: every dcpmi task, a few documents each, samples logged.
-E2E_TASKS = os.environ.get("DCPMI_E2E_TASKS", "dcpmi")
-E2E_LIMIT = 3
+# embedded model: every dcpmi task (helpers.E2E_TASKS), E2E_LIMIT documents each, samples
+# logged.
 
 
 class LmEvalRun:

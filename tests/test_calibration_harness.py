@@ -7,9 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import load_task
+from helpers import evaluate, load_task
 from recompute import expected_bc, expected_cc
-from test_harness_modes import evaluate
 
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.layout import Layout

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import embedded_model_args_string
+from helpers import (
+    DESCRIPTION,
+    LM_EVAL,
+    PREMISE,
+    assert_one_line_error,
+    embedded_model_args_string,
+    lm_eval_tasks,
+    run_dcpmi,
+    write_quiz,
+)
 
 from lm_eval_dcpmi.command import cli, derived_tasks, lm_eval_options
 from lm_eval_dcpmi.core.scoring import ACCURACIES
 from lm_eval_dcpmi.errors import DCPMIError
-
-DCPMI = str(Path(sys.executable).with_name("dcpmi"))
-LM_EVAL = str(Path(sys.executable).with_name("lm_eval"))
 
 # ------------------------------------------------------------------ parsing the option
 
@@ -79,13 +82,6 @@ def test_derived_yaml_is_the_by_name_form(tmp_path):
     }
 
 
-def lm_eval_tasks(argv: list[str]) -> list[str]:
-    """The task list lm-eval's own parser makes of a `dcpmi run` command line."""
-    from lm_eval._cli.harness import HarnessCLI
-
-    return HarnessCLI()._parser.parse_args(argv[1:]).tasks
-
-
 def test_derived_tasks_join_the_users_tasks():
     model = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]
     derived = ["arc_easy_dcpmi", "piqa_dcpmi"]
@@ -108,28 +104,6 @@ def test_help_documents_the_option(capsys):
 # ------------------------------------------------------------------ errors before the model
 
 
-def run_dcpmi(args: list[str], **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [DCPMI, "run", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        timeout=600,
-    )
-
-
-def assert_one_line_error(completed: subprocess.CompletedProcess, *parts: str) -> None:
-    """Exit status 2, one `dcpmi:` line naming ``parts``, no traceback, model never loaded."""
-    assert completed.returncode == 2, completed.stderr[-3000:]
-    lines = [line for line in completed.stderr.splitlines() if line.startswith("dcpmi:")]
-    assert len(lines) == 1, completed.stderr[-3000:]
-    assert completed.stderr.rstrip().endswith(lines[0])
-    for part in parts:
-        assert part in lines[0]
-    assert "Traceback" not in completed.stderr
-    assert "Initializing hf model" not in completed.stderr  # failed before loading the model
-
-
 def test_missing_data_stops_dcpmi_run_with_one_line(tmp_path):
     completed = run_dcpmi(["--tasks", "dcpmi_copa", "--limit", "2"], DCPMI_DATA_DIR=str(tmp_path))
     assert_one_line_error(completed, f"{tmp_path}/copa/copa-dev.xml not found", "DCPMI_DATA_DIR")
@@ -145,57 +119,8 @@ def test_unknown_base_task_stops_dcpmi_run_with_one_line():
 
 # ------------------------------------------------------------------ a task that is not ours
 
-QUIZ_TEST = [
-    {"question": "What colour is fresh snow?", "choices": ["white", "black", "green"], "label": 0},
-    {"question": "Which animal barks?", "choices": ["a cat", "a dog", "a fish"], "label": 1},
-    {"question": "How many legs has a spider?", "choices": ["six", "four", "eight"], "label": 2},
-]
-QUIZ_TRAIN = [
-    {"question": "What do bees make?", "choices": ["honey", "milk", "silk"], "label": 0},
-]
-DESCRIPTION = "A general knowledge quiz.\n\n"
-# The user's existing task, with its own prompt, options, delimiter, description,
-# few-shot split and metrics (acc_norm and brier_score included).
-QUIZ_YAML = {
-    "task": "quiz",
-    "dataset_path": "json",
-    "test_split": "test",
-    "fewshot_split": "train",
-    "output_type": "multiple_choice",
-    "description": DESCRIPTION,
-    "doc_to_text": "Q: {{question}}\nA:",
-    "doc_to_choice": "{{choices}}",
-    "doc_to_target": "label",
-    "target_delimiter": " => ",
-    "metric_list": [
-        {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
-        {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
-        {"metric": "brier_score", "aggregation": "brier_score", "higher_is_better": False},
-    ],
-    "metadata": {"version": 1},
-}
-PREMISE = "A:"
-BY_NAME_YAML = f"""\
-task: quiz_dcpmi
-base_task: quiz
-class: !function lm_eval_dcpmi.task.DCPMITask
-domain_premise: "{PREMISE}"
-"""
+# The user's quiz task and its data: helpers.write_quiz.
 KEPT = ("acc", "acc_norm", "brier_score")
-
-
-def write_quiz(folder: Path, by_name: bool) -> Path:
-    """The user's task folder: data, quiz.yaml and (``by_name``) the by-name variant."""
-    folder.mkdir()
-    files = {}
-    for split, rows in (("test", QUIZ_TEST), ("train", QUIZ_TRAIN)):
-        files[split] = str(folder / f"{split}.jsonl")
-        Path(files[split]).write_text("".join(json.dumps(row) + "\n" for row in rows))
-    config = {**QUIZ_YAML, "dataset_kwargs": {"data_files": files}}
-    (folder / "quiz.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    if by_name:
-        (folder / "quiz_dcpmi.yaml").write_text(BY_NAME_YAML)
-    return folder
 
 
 def results_and_samples(output: Path) -> tuple[dict, dict[str, list[dict]]]:

@@ -15,8 +15,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import embedded_model_args
-from test_cli import DCPMI, QUIZ_TEST, assert_one_line_error, lm_eval_tasks, run_dcpmi, write_quiz
+from helpers import (
+    DCPMI,
+    QUIZ_TEST,
+    assert_one_line_error,
+    embedded_model_args,
+    lm_eval_tasks,
+    run_dcpmi,
+    write_quiz,
+)
 
 from lm_eval_dcpmi.command import cli, derived_tasks, lm_eval_options, run_steps
 from lm_eval_dcpmi.errors import DCPMIError

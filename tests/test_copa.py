@@ -1,7 +1,7 @@
 """dcpmi_copa on the real copa-dev.xml: spec strings byte for byte, and bad input."""
 
 import pytest
-from conftest import load_task, request_pairs
+from helpers import load_task, request_pairs
 
 from lm_eval_dcpmi.data import loaders as data
 

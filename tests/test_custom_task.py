@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import embedded_model_args
+from helpers import embedded_model_args
 from recompute import expected_metrics
 
 from lm_eval_dcpmi.core.layout import conditional_and_domain

@@ -4,42 +4,13 @@ from __future__ import annotations
 
 import logging
 
-import datasets
 import pytest
-from conftest import embedded_model_args, load_task
+from helpers import DOCS, embedded_model_args, load_task, make_task
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.core.task import DCPMITask
 from lm_eval_dcpmi.core.tokens import token_counter_for
 from lm_eval_dcpmi.errors import DCPMIConfigError
-
-DOCS = [
-    {"question": "Two plus two is", "options": ["four", "five"], "gold": 0},
-    {"question": "The sky is", "options": ["green", "blue"], "gold": 1},
-]
-
-
-def tiny_dataset(docs=None):
-    def load(**_metadata):
-        return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs or DOCS)})
-
-    return load
-
-
-def make_task(docs=None, **overrides) -> DCPMITask:
-    config = {
-        "task": "tiny_dcpmi",
-        "custom_dataset": tiny_dataset(docs),
-        "test_split": "test",
-        "output_type": "multiple_choice",
-        "doc_to_text": "{{question}}",
-        "doc_to_choice": "{{options}}",
-        "doc_to_target": "gold",
-        "domain_premise": " The answer:",
-        "metadata": {"version": 1},
-    }
-    config.update(overrides)
-    return DCPMITask(config={k: v for k, v in config.items() if v is not None})
 
 
 def test_token_counts_follow_the_harness_split(task_manager, hf_lm):

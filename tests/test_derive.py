@@ -14,7 +14,7 @@ from pathlib import Path
 import datasets
 import pytest
 import yaml
-from conftest import ROOT, request_pairs
+from helpers import ROOT, request_pairs
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi.core.derive import with_base_task

@@ -14,7 +14,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
+from report_helpers import entry, results_dict, ten_document_run
 
 SPEC = importlib.util.spec_from_file_location("make_results", ROOT / "scripts" / "make_results.py")
 assert SPEC is not None and SPEC.loader is not None
@@ -142,8 +143,6 @@ def test_readme_opens_with_the_two_commands_and_stays_short():
 
 
 def test_add_run_keeps_what_the_report_reads_and_drops_the_prompts(tmp_path):
-    from test_report_samples import ten_document_run
-
     from lm_eval_dcpmi.report import load_results
 
     source = ten_document_run(tmp_path / "run")
@@ -182,8 +181,6 @@ def make_results_stamp(results_file: Path) -> str:
 def test_a_suite_scored_in_parts_is_one_table(tmp_path):
     """docs/results/full holds a model's suite scored in several runs (disjoint tasks):
     its block is one table of all their tasks in paper order, with one mean row."""
-    from test_report import entry, results_dict
-
     folder = tmp_path / "docs" / "results" / "full"
     folder.mkdir(parents=True)
     first = {"dcpmi_cb": entry(0.1, 0.2, 0.3, 0.5, n=56, norm=0.2)}

@@ -7,7 +7,7 @@ import math
 
 import pytest
 import transformers
-from conftest import GGUF_FILE, embedded_model_dir
+from helpers import GGUF_FILE, embedded_model_dir
 from recompute import expected_bc, expected_cc, expected_metrics
 
 from lm_eval_dcpmi.core.scoring import ACCURACIES as METRICS

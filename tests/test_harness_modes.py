@@ -12,9 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-import lm_eval
 import pytest
-from conftest import embedded_model_args, embedded_model_args_string, load_task
+from helpers import embedded_model_args, embedded_model_args_string, evaluate, load_task
 from lm_eval.api.model import CacheHook
 from lm_eval.tasks import TaskManager
 from recompute import expected_metrics
@@ -25,15 +24,6 @@ from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS, batch_calibrated
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 SYSTEM = "You complete sentences about causes and effects."
-
-
-def evaluate(hf_lm, tasks, task_manager=None, **kwargs) -> dict:
-    manager = task_manager or TaskManager(
-        include_path=str(task_configs_dir()), metadata=embedded_model_args()
-    )
-    return lm_eval.simple_evaluate(
-        model=hf_lm, tasks=tasks, task_manager=manager, log_samples=True, **kwargs
-    )
 
 
 def pairs_of(sample: dict) -> list[tuple[str, str]]:

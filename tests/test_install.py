@@ -28,7 +28,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from conftest import MISSING_DATA, embedded_model_args_string
+from helpers import MISSING_DATA, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS, METHODS

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT, make_task
 from lm_eval.api.registry import get_metric_aggregation, is_higher_better
-from test_dcpmi_task import make_task
 
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, total

@@ -10,22 +10,20 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import load_task, request_pairs
-
-TOLERANCE = 1e-4
+from helpers import (
+    TOLERANCE,
+    ForwardTokens,
+    assert_same,
+    generic_pairs,
+    instances,
+    load_task,
+    plain_lm,
+    request_pairs,
+)
 
 # Real documents per task: (task, documents). RACE-H: the shortest premises among the
 # first 40 questions (a RACE premise is a whole article; hf forwards it 8 times).
 TASK_DOCS = [("dcpmi_copa", 4), ("dcpmi_sst5", 2), ("dcpmi_boolq", 3), ("dcpmi_race_h", 1)]
-
-
-def _instances(pairs):
-    from lm_eval.api.instance import Instance
-
-    return [
-        Instance(request_type="loglikelihood", doc={}, arguments=tuple(pair), idx=i)
-        for i, pair in enumerate(pairs)
-    ]
 
 
 def _prefix_lm(hf_lm, **kwargs):
@@ -35,12 +33,6 @@ def _prefix_lm(hf_lm, **kwargs):
     return PrefixHFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", **kwargs)
 
 
-def _plain_lm(hf_lm, **kwargs):
-    from lm_eval.models.huggingface import HFLM
-
-    return HFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", **kwargs)
-
-
 @pytest.fixture(scope="session")
 def prefix_lm(hf_lm):
     """PrefixHFLM on the weights of ``hf_lm`` (no second load)."""
@@ -48,13 +40,6 @@ def prefix_lm(hf_lm):
     assert lm._setup is not None, "the self-check should accept SmolLM2 (a plain Llama)"
     assert lm._setup.packed and lm._setup.vocab == 49152
     return lm
-
-
-def _assert_same(expected, got, labels):
-    assert len(expected) == len(got)
-    for (want_ll, want_greedy), (ll, greedy), label in zip(expected, got, labels, strict=True):
-        assert abs(want_ll - ll) <= TOLERANCE, f"{label}: hf {want_ll} vs hf-prefix {ll}"
-        assert want_greedy == greedy, f"{label}: is_greedy hf {want_greedy} vs {greedy}"
 
 
 def _task_pairs(task_manager, name: str, n_docs: int) -> list[tuple[str, str]]:
@@ -77,35 +62,16 @@ def test_registered_name_resolves_to_prefix_lm():
     assert get_model("hf-prefix") is PrefixHFLM
 
 
-class ForwardTokens:
-    """Counts the token positions passed to a model's forward calls."""
-
-    def __init__(self, model):
-        self.tokens = 0
-        self.model = model
-
-    def __enter__(self):
-        def count(_module, args, kwargs):
-            ids = kwargs.get("input_ids", args[0] if args else None)
-            self.tokens += ids.numel()
-
-        self.handle = self.model.register_forward_pre_hook(count, with_kwargs=True)
-        return self
-
-    def __exit__(self, *exc):
-        self.handle.remove()
-
-
 @pytest.mark.parametrize(("name", "n_docs"), TASK_DOCS)
 def test_task_requests_score_as_hf(hf_lm, prefix_lm, task_manager, name, n_docs):
     pairs = _task_pairs(task_manager, name, n_docs)
     # Exercise duplicates too: the first request twice more, in different places.
     pairs = [pairs[0], *pairs, pairs[0]]
     with ForwardTokens(hf_lm.model) as hf_count:
-        expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+        expected = hf_lm.loglikelihood(instances(pairs), disable_tqdm=True)
     with ForwardTokens(prefix_lm.model) as prefix_count:
-        got = prefix_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
-    _assert_same(expected, got, [f"{name} {pair!r:.80}" for pair in pairs])
+        got = prefix_lm.loglikelihood(instances(pairs), disable_tqdm=True)
+    assert_same(expected, got, [f"{name} {pair!r:.80}" for pair in pairs])
     assert got[0] == got[-1] == got[1]
     # The point of hf-prefix: a shared premise goes through the model once.
     assert prefix_count.tokens <= hf_count.tokens
@@ -113,33 +79,14 @@ def test_task_requests_score_as_hf(hf_lm, prefix_lm, task_manager, name, n_docs)
         assert 3 * prefix_count.tokens < hf_count.tokens
 
 
-def _generic_pairs() -> list[tuple[str, str]]:
-    """A loglikelihood request set of the kind lm-eval's own tasks send."""
-    story = "The quick brown fox jumps over the lazy dog. The dog sleeps on"
-    return [
-        (story, " the porch."),
-        (story, " the porch."),  # identical request
-        (story, " a"),  # one-token continuation, same context
-        (story, " the"),
-        (story + " ", "the mat."),  # trailing space moves into the continuation
-        ("Question: What is 2 + 2?\nAnswer:", " 4"),
-        ("Question: What is 2 + 2?\nAnswer:", " four, as everyone knows"),
-        ("", "Hello world, this is an empty context."),  # prefix-token case
-        ("", "Hello"),
-        ("A", " B C D E F G H I J K L M N O P"),
-        ("Paris is the capital of", " France"),
-        ("Paris is the capital of", " Germany"),
-    ]
-
-
 def test_generic_requests_and_batch_sizes(hf_lm, prefix_lm):
-    pairs = _generic_pairs()
-    expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
-    _assert_same(expected, prefix_lm.loglikelihood(_instances(pairs), disable_tqdm=True), pairs)
+    pairs = generic_pairs()
+    expected = hf_lm.loglikelihood(instances(pairs), disable_tqdm=True)
+    assert_same(expected, prefix_lm.loglikelihood(instances(pairs), disable_tqdm=True), pairs)
     for batch_size in (1, "auto"):  # "auto": HFLM's probe, here from at most 4 rows
         lm = _prefix_lm(hf_lm, batch_size=batch_size, max_batch_size=4)
-        got = lm.loglikelihood(_instances(pairs), disable_tqdm=True)
-        _assert_same(expected, got, [f"batch_size={batch_size} {p!r}" for p in pairs])
+        got = lm.loglikelihood(instances(pairs), disable_tqdm=True)
+        assert_same(expected, got, [f"batch_size={batch_size} {p!r}" for p in pairs])
 
 
 def test_greedy_continuations(hf_lm, prefix_lm):
@@ -156,7 +103,7 @@ def test_greedy_continuations(hf_lm, prefix_lm):
     requests.append((("not", "greedy"), context, [*greedy[:2], (greedy[2] + 1) % 1000]))
     expected = hf_lm._loglikelihood_tokens(requests, disable_tqdm=True)
     got = prefix_lm._loglikelihood_tokens(requests, disable_tqdm=True)
-    _assert_same(expected, got, [r[0] for r in requests])
+    assert_same(expected, got, [r[0] for r in requests])
     assert [g for _, g in got] == [True, True, True, False]
 
 
@@ -165,17 +112,17 @@ def test_left_truncation_matches_hf(hf_lm, task_manager):
     pairs = _task_pairs(task_manager, "dcpmi_race_h", 1) + _task_pairs(
         task_manager, "dcpmi_copa", 2
     )
-    hf_short = _plain_lm(hf_lm, batch_size=8, max_length=48)
+    hf_short = plain_lm(hf_lm, batch_size=8, max_length=48)
     prefix_short = _prefix_lm(hf_lm, max_length=48)
     lengths = [sum(map(len, prefix_short._encode_pair(*p))) for p in pairs]
     assert any(n > 49 for n in lengths) and any(n <= 49 for n in lengths)
-    expected = hf_short.loglikelihood(_instances(pairs), disable_tqdm=True)
-    got = prefix_short.loglikelihood(_instances(pairs), disable_tqdm=True)
-    _assert_same(expected, got, pairs)
+    expected = hf_short.loglikelihood(instances(pairs), disable_tqdm=True)
+    got = prefix_short.loglikelihood(instances(pairs), disable_tqdm=True)
+    assert_same(expected, got, pairs)
 
 
 def test_cache_hook_sees_every_request(prefix_lm):
-    pairs = _generic_pairs()
+    pairs = generic_pairs()
 
     class Recorder:
         def __init__(self):
@@ -187,7 +134,7 @@ def test_cache_hook_sees_every_request(prefix_lm):
     recorder, saved = Recorder(), prefix_lm.cache_hook
     prefix_lm.set_cache_hook(recorder)
     try:
-        got = prefix_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+        got = prefix_lm.loglikelihood(instances(pairs), disable_tqdm=True)
     finally:
         prefix_lm.set_cache_hook(saved)
     assert sorted(recorder.calls) == sorted(
@@ -214,9 +161,9 @@ def test_falls_back_to_hf_when_cache_unusable(hf_lm, monkeypatch):
         monkeypatch.setattr(module, "layer_tensors", lambda cache: None)
     lm = _prefix_lm(hf_lm)
     assert lm._setup is None
-    pairs = _generic_pairs()[:4]
-    expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
-    _assert_same(expected, lm.loglikelihood(_instances(pairs), disable_tqdm=True), pairs)
+    pairs = generic_pairs()[:4]
+    expected = hf_lm.loglikelihood(instances(pairs), disable_tqdm=True)
+    assert_same(expected, lm.loglikelihood(instances(pairs), disable_tqdm=True), pairs)
 
 
 def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
@@ -252,16 +199,16 @@ def test_a_small_cache_budget_costs_tokens_not_exactness(hf_lm, prefix_lm, task_
     """Under a cache budget too small for a RACE article's cache, the article is forwarded
     in front of each question instead (collapsed nodes): more tokens, the same scores."""
     pairs = _task_pairs(task_manager, "dcpmi_race_h", 2)
-    expected = hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+    expected = hf_lm.loglikelihood(instances(pairs), disable_tqdm=True)
     tight = _prefix_lm(hf_lm, prefix_cache_mb=1)  # ~1 MiB: under 100 tokens of cache
     counts = []
     for lm in (prefix_lm, tight):
         with ForwardTokens(lm.model) as count:
-            got = lm.loglikelihood(_instances(pairs), disable_tqdm=True)
-        _assert_same(expected, got, [f"{pair!r:.80}" for pair in pairs])
+            got = lm.loglikelihood(instances(pairs), disable_tqdm=True)
+        assert_same(expected, got, [f"{pair!r:.80}" for pair in pairs])
         counts.append(count.tokens)
     with ForwardTokens(hf_lm.model) as hf_count:
-        hf_lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+        hf_lm.loglikelihood(instances(pairs), disable_tqdm=True)
     assert counts[0] < counts[1] <= hf_count.tokens
 
 
@@ -270,13 +217,13 @@ def test_one_worker_and_two_score_alike(hf_lm, task_manager):
     thread count); one worker (a GPU's setting) gives the same answers."""
     import torch
 
-    pairs = _task_pairs(task_manager, "dcpmi_copa", 3) + _generic_pairs()
+    pairs = _task_pairs(task_manager, "dcpmi_copa", 3) + generic_pairs()
     assert _prefix_lm(hf_lm)._workers == torch.get_num_threads()
     one, two = (
-        _prefix_lm(hf_lm, prefix_workers=n).loglikelihood(_instances(pairs), disable_tqdm=True)
+        _prefix_lm(hf_lm, prefix_workers=n).loglikelihood(instances(pairs), disable_tqdm=True)
         for n in (1, 2)
     )
-    _assert_same(one, two, [f"{pair!r:.80}" for pair in pairs])
+    assert_same(one, two, [f"{pair!r:.80}" for pair in pairs])
 
 
 def test_a_failing_worker_stops_the_others(hf_lm, monkeypatch):
@@ -307,5 +254,5 @@ def test_a_failing_worker_stops_the_others(hf_lm, monkeypatch):
     words += " Pigs Quilts Rats Socks Trees"
     pairs = [(f"{word} are here.", f" option {j}") for word in words.split() for j in "ab"]
     with pytest.raises(RuntimeError, match="the first pass broke"):
-        lm.loglikelihood(_instances(pairs), disable_tqdm=True)
+        lm.loglikelihood(instances(pairs), disable_tqdm=True)
     assert 1 <= len(calls) <= 3, calls  # without the stop: 1 + the other worker's ~10

@@ -19,8 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
-from conftest import load_task
-from test_prefix_lm import TOLERANCE, _assert_same, _generic_pairs, _instances, _plain_lm
+from helpers import TOLERANCE, assert_same, generic_pairs, instances, load_task, plain_lm
 
 WORLD_SIZE = 2
 BARRIER_TIMEOUT_S = 60
@@ -108,27 +107,27 @@ LONG = "The quick brown fox jumps over the lazy dog. " * 6  # over max_length be
 @pytest.mark.parametrize(
     "rank1_pairs",
     [
-        pytest.param(_generic_pairs()[5:9], id="fewer-shorter"),
+        pytest.param(generic_pairs()[5:9], id="fewer-shorter"),
         pytest.param([], id="none"),
     ],
 )
 def test_ranks_make_the_same_collective_calls(hf_lm, prefix_lm, rank1_pairs):
     """batch_size=auto, over-long requests on rank 0 only: each rank makes exactly one
     collective call (the batch-size detection), whatever its requests."""
-    rank0_pairs = [*_generic_pairs(), (LONG, " the end."), (LONG, " more")]
+    rank0_pairs = [*generic_pairs(), (LONG, " the end."), (LONG, " more")]
     pairs = [rank0_pairs, rank1_pairs]
     hub = StubCollectives()
     views = rank_views(prefix_lm, hub, batch_size_per_gpu="auto", max_batch_size=2, _max_length=24)
     assert views[0].max_length == 24 and views[0].batch_size == "auto"
     got = on_every_rank(
-        lambda rank: views[rank].loglikelihood(_instances(pairs[rank]), disable_tqdm=True)
+        lambda rank: views[rank].loglikelihood(instances(pairs[rank]), disable_tqdm=True)
     )
     assert hub.calls[0] == hub.calls[1] == [("gather", (1,), torch.int64)]
     # The answers are hf's with the same window (over-long requests left-truncated).
-    hf_short = _plain_lm(hf_lm, batch_size=8, max_length=24)
+    hf_short = plain_lm(hf_lm, batch_size=8, max_length=24)
     for rank in range(WORLD_SIZE):
-        expected = hf_short.loglikelihood(_instances(pairs[rank]), disable_tqdm=True)
-        _assert_same(expected, got[rank], [f"rank {rank} {p!r:.60}" for p in pairs[rank]])
+        expected = hf_short.loglikelihood(instances(pairs[rank]), disable_tqdm=True)
+        assert_same(expected, got[rank], [f"rank {rank} {p!r:.60}" for p in pairs[rank]])
 
 
 # ---------------------------------------------------------------- real tasks, split

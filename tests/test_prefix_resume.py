@@ -12,11 +12,11 @@ from __future__ import annotations
 import copy
 
 import pytest
+from helpers import ForwardTokens, assert_same, generic_pairs, instances
 from lm_eval.api.model import CachingLM, hash_args
-from test_prefix_lm import ForwardTokens, _assert_same, _generic_pairs, _instances
 
 LONG = "The quick brown fox jumps over the lazy dog. " * 6  # over max_length below
-PAIRS = [*_generic_pairs(), (LONG, " the end.")]
+PAIRS = [*generic_pairs(), (LONG, " the end.")]
 
 
 class Interrupted(Exception):
@@ -63,20 +63,20 @@ def _stored(db_path, pairs) -> dict[tuple[str, str], tuple[float, bool]]:
 def test_interrupted_run_resumes_from_the_cache(small_lm, tmp_path):
     db_path = tmp_path / "cache.db"
     with ForwardCalls(small_lm.model) as clean_calls:
-        clean = small_lm.loglikelihood(_instances(PAIRS), disable_tqdm=True)
+        clean = small_lm.loglikelihood(instances(PAIRS), disable_tqdm=True)
     assert clean_calls.calls >= 6  # enough passes to stop in the middle
 
     # First run: stopped at its middle forward call.
     lm = copy.copy(small_lm)  # its own cache hook
     caching = CachingLM(lm, str(db_path))
     with ForwardCalls(lm.model, stop_at=clean_calls.calls // 2 + 1), pytest.raises(Interrupted):
-        caching.loglikelihood(_instances(PAIRS))
+        caching.loglikelihood(instances(PAIRS))
     caching.dbdict.close()  # what the process would have written before it died
     stored = _stored(db_path, PAIRS)
     # The answers computed before the interruption are there, and they are the right ones.
     assert 0 < len(stored) < len(set(PAIRS))
     for pair, answer in stored.items():
-        _assert_same([clean[PAIRS.index(pair)]], [answer], [pair])
+        assert_same([clean[PAIRS.index(pair)]], [answer], [pair])
 
     # Second run on the same cache: the model gets only the requests still missing.
     lm = copy.copy(small_lm)
@@ -85,21 +85,21 @@ def test_interrupted_run_resumes_from_the_cache(small_lm, tmp_path):
         asked.append(len(requests)) or type(lm).loglikelihood(lm, requests)
     )
     caching = CachingLM(lm, str(db_path))
-    resumed = caching.loglikelihood(_instances(PAIRS))
+    resumed = caching.loglikelihood(instances(PAIRS))
     caching.dbdict.close()
     missing = [pair for pair in PAIRS if pair not in stored]
     assert asked == [len(missing)]
-    _assert_same(clean, resumed, PAIRS)
+    assert_same(clean, resumed, PAIRS)
     assert _stored(db_path, PAIRS).keys() == set(PAIRS)
 
     # Third run: everything from the cache, no forward call at all.
     lm = copy.copy(small_lm)
     caching = CachingLM(lm, str(db_path))
     with ForwardTokens(lm.model) as tokens:
-        cached = caching.loglikelihood(_instances(PAIRS))
+        cached = caching.loglikelihood(instances(PAIRS))
     caching.dbdict.close()
     assert tokens.tokens == 0
-    _assert_same(clean, cached, PAIRS)
+    assert_same(clean, cached, PAIRS)
 
 
 def test_each_answer_is_stored_when_computed(small_lm):
@@ -116,7 +116,7 @@ def test_each_answer_is_stored_when_computed(small_lm):
     lm.set_cache_hook(Hook())
     handle = lm.model.register_forward_pre_hook(lambda *_: events.append(("forward",)))
     try:
-        answers = lm.loglikelihood(_instances(PAIRS), disable_tqdm=True)
+        answers = lm.loglikelihood(instances(PAIRS), disable_tqdm=True)
     finally:
         handle.remove()
     stored = [event[1:] for event in events if event[0] == "answer"]

@@ -10,7 +10,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from conftest import embedded_model_args
+from helpers import embedded_model_args
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi._autoload import with_plugin_path

@@ -11,11 +11,11 @@ import csv
 import io
 import json
 import math
-import struct
 from pathlib import Path
 
 import pytest
-from conftest import E2E_LIMIT
+from helpers import E2E_LIMIT
+from report_helpers import entry, md_rows, png_size, results_dict
 
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.core import scoring
@@ -39,69 +39,7 @@ NAN = float("nan")
 
 
 # ---------------------------------------------------------------------------
-# Helpers
-
-
-def entry(
-    unc: float,
-    lm: float,
-    avg: float,
-    dcpmi: float,
-    n: int = 100,
-    norm: float | None = None,
-    **extra,
-) -> dict:
-    """A results row as lm-eval writes it for a DC-PMI task; without ``norm`` as the plugin
-    wrote it before it reported acc_norm."""
-    return {
-        **({} if norm is None else {"acc_norm,none": norm, "acc_norm_stderr,none": 0.01}),
-        "alias": "x",
-        "sample_len": n,
-        "acc,none": lm,
-        "acc_stderr,none": 0.01,
-        "acc_avg,none": avg,
-        "acc_avg_stderr,none": 0.01,
-        "acc_unc,none": unc,
-        "acc_unc_stderr,none": 0.01,
-        "acc_dcpmi,none": dcpmi,
-        "acc_dcpmi_stderr,none": 0.01,
-        "truncated,none": 0.0,
-        "truncated_stderr,none": "N/A",
-        **extra,
-    }
-
-
-def results_dict(rows: dict[str, dict], model: str = "gpt2", groups=None, limit=None) -> dict:
-    groups = groups or {}
-    return {
-        "results": rows,
-        **({"groups": {g: rows[g] for g in groups}} if groups else {}),
-        "group_subtasks": groups,
-        "n-samples": {
-            name: {"original": row["sample_len"], "effective": row["sample_len"]}
-            for name, row in rows.items()
-            if name not in groups
-        },
-        "config": {"model": "hf", "model_args": f"pretrained={model}", "limit": limit},
-        "model_name": model,
-    }
-
-
-def md_rows(markdown: str) -> dict[str, list[str]]:
-    """``{first cell: other cells}`` of every table body row in ``markdown``."""
-    rows = {}
-    for line in markdown.splitlines():
-        if line.startswith("| ") and not line.startswith("| Task") and "---" not in line:
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            rows[cells[0].strip("*")] = cells[1:]
-    return rows
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    assert data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
+# Helpers (the hand-made results rows and files: report_helpers.py)
 
 
 def expected_best(values: dict[str, float]) -> set[str]:

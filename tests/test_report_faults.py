@@ -7,8 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_report import entry, results_dict
-from test_report_samples import STAMP, ten_document_run
+from report_helpers import STAMP, entry, results_dict, ten_document_run
 
 from lm_eval_dcpmi.report import load_results, report_command
 from lm_eval_dcpmi.report.loading import SamplesError

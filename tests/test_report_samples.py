@@ -4,54 +4,16 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-from pathlib import Path
 
 import pytest
-from test_report import entry, md_rows, results_dict
-from test_report_stats import DCPMI, LM
+from report_helpers import STAMP, entry, md_rows, results_dict, ten_document_run, write_run
 
 from lm_eval_dcpmi import report
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.layout import conditional_and_domain
 from lm_eval_dcpmi.report import load_results, report_command
 
-STAMP = "2026-01-01T00-00-00"
 METHODS = tuple(scoring.METHODS)
-
-
-def write_run(folder: Path, data: dict, samples: dict[str, list[dict]]) -> Path:
-    """A results file and its samples files, named as lm-eval names them."""
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"results_{STAMP}.json"
-    path.write_text(json.dumps(data))
-    for task, lines in samples.items():
-        text = "".join(json.dumps(line) + "\n" for line in lines)
-        (folder / f"samples_{task}_{STAMP}.jsonl").write_text(text)
-    return path
-
-
-def metric_samples(values: dict[str, list[float]]) -> list[dict]:
-    """Samples holding only the per-document metric values (all that intervals need)."""
-    n = len(next(iter(values.values())))
-    return [
-        {"doc_id": i, "filter": "none", **{m: v[i] for m, v in values.items()}} for i in range(n)
-    ]
-
-
-def ten_document_run(tmp_path: Path) -> Path:
-    # dcpmi_copa: DC-PMI 7/10 against LM = Avg = Char 4/10 and Unc 0/10 (see
-    # test_report_stats for the hand computation). dcpmi_cb: DC-PMI 10/10, the rest 0/10.
-    copa = {"acc_dcpmi": DCPMI, "acc": LM, "acc_avg": LM, "acc_norm": LM, "acc_unc": [0.0] * 10}
-    cb = {m: [1.0 if m == "acc_dcpmi" else 0.0] * 10 for m in METHODS}
-    data = results_dict(
-        {
-            "dcpmi_copa": entry(0.0, 0.4, 0.4, 0.7, n=10, norm=0.4),
-            "dcpmi_cb": entry(0.0, 0.0, 0.0, 1.0, n=10, norm=0.0),
-        }
-    )
-    samples = {"dcpmi_copa": metric_samples(copa), "dcpmi_cb": metric_samples(cb)}
-    return write_run(tmp_path / "gpt2", data, samples)
 
 
 def test_intervals_and_paired_differences_from_samples(tmp_path):

@@ -5,16 +5,16 @@ from __future__ import annotations
 import math
 
 import pytest
+from report_helpers import DCPMI, LM
 
 from lm_eval_dcpmi.report import stats
 
 NAN = float("nan")
 
-# Ten documents, DC-PMI against LM:
+# Ten documents, DC-PMI against LM (report_helpers.DCPMI and LM, which the report tests'
+# ten-document run logs as samples):
 #   both right: docs 0-2 (a = 3); only DC-PMI: docs 3-6 (b = 4); only LM: doc 7 (c = 1);
 #   neither: docs 8-9 (d = 2). DC-PMI 7/10, LM 4/10.
-DCPMI = [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
-LM = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
 
 
 def test_wilson_interval_by_formula():

@@ -7,7 +7,8 @@ import io
 import json
 
 import pytest
-from test_report import entry, md_rows, png_size, results_dict
+from helpers import ROOT
+from report_helpers import entry, md_rows, png_size, results_dict
 
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.report import studies
@@ -113,8 +114,6 @@ def test_mean_and_std_of_the_committed_real_template_run():
     spread is the mean and sample std of the per-task accuracies lm-eval wrote."""
     import json
     import statistics
-
-    from conftest import ROOT
 
     path = ROOT / "docs" / "results" / "studies" / "results_dcpmi_sst2_templates.json"
     data = json.loads(path.read_text())

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import transformers
-from conftest import (
+from helpers import (
     GGUF_FILE,
     ROOT,
     SHARED_DATA,

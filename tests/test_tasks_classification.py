@@ -11,7 +11,7 @@ import logging
 from collections import Counter
 
 import pytest
-from conftest import load_task, request_pairs
+from helpers import load_task, request_pairs
 
 from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.core.scoring import ACCURACIES

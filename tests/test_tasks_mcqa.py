@@ -9,7 +9,7 @@ what is wrong.
 import json
 
 import pytest
-from conftest import load_task, request_pairs
+from helpers import load_task, request_pairs
 
 from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.data import loaders as data

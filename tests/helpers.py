@@ -1,0 +1,266 @@
+"""What several test files share: where the data and the embedded model are, building tasks
+and requests, the `dcpmi` command, and comparing ``hf`` with ``hf-prefix``.
+
+Plain functions and constants; the fixtures are in conftest.py. The report tests' hand-made
+results are in report_helpers.py. Importing this module loads no model and reads no data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+from lm_eval_dcpmi import embedded
+
+if TYPE_CHECKING:
+    from lm_eval_dcpmi.core.task import DCPMITask
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ------------------------------------------------------------------ the data and the model
+
+# Tests read the real evaluation files from ../shared/data (never copied into the project).
+SHARED_DATA = Path(os.environ.get("DCPMI_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
+# Without them pytest stops at once with this message (conftest.pytest_configure).
+MISSING_DATA = (
+    "the evaluation data is missing: {path} does not exist. The tests read the real data "
+    "files; put them there (a checkout of the project beside its `shared/` folder) or set "
+    "DCPMI_DATA_DIR to the folder that holds them (see README, Data)."
+)
+GGUF_FILE = embedded.GGUF_FILE
+embedded_model_dir = embedded.model_dir
+embedded_model_args = embedded.model_args
+embedded_model_args_string = embedded.model_args_string
+
+# The real lm_eval CLI run that the end-to-end and report tests share (conftest.lm_eval_run):
+# every dcpmi task, a few documents each, samples logged.
+E2E_TASKS = os.environ.get("DCPMI_E2E_TASKS", "dcpmi")
+E2E_LIMIT = 3
+
+# ------------------------------------------------------------------ tasks and requests
+
+
+def load_task(task_manager, name: str):
+    return task_manager.load([name])["tasks"][name]
+
+
+def request_pairs(task, n_docs: int) -> list[list[tuple[str, str]]]:
+    """(context, continuation) of every request of the task's first ``n_docs`` documents."""
+    task.build_all_requests(limit=n_docs, rank=0, world_size=1)
+    by_doc: dict[int, list] = {}
+    for instance in task.instances:
+        by_doc.setdefault(instance.doc_id, []).append(instance)
+    return [
+        [tuple(i.arguments[:2]) for i in sorted(by_doc[doc_id], key=lambda i: i.idx)]
+        for doc_id in sorted(by_doc)
+    ]
+
+
+# A tiny DCPMITask on in-memory documents (no data folder, no tokenizer).
+DOCS = [
+    {"question": "Two plus two is", "options": ["four", "five"], "gold": 0},
+    {"question": "The sky is", "options": ["green", "blue"], "gold": 1},
+]
+
+
+def tiny_dataset(docs=None):
+    import datasets
+
+    def load(**_metadata):
+        return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs or DOCS)})
+
+    return load
+
+
+def make_task(docs=None, **overrides) -> DCPMITask:
+    from lm_eval_dcpmi.core.task import DCPMITask
+
+    config = {
+        "task": "tiny_dcpmi",
+        "custom_dataset": tiny_dataset(docs),
+        "test_split": "test",
+        "output_type": "multiple_choice",
+        "doc_to_text": "{{question}}",
+        "doc_to_choice": "{{options}}",
+        "doc_to_target": "gold",
+        "domain_premise": " The answer:",
+        "metadata": {"version": 1},
+    }
+    config.update(overrides)
+    return DCPMITask(config={k: v for k, v in config.items() if v is not None})
+
+
+def evaluate(hf_lm, tasks, task_manager=None, **kwargs) -> dict:
+    """lm-eval's ``simple_evaluate`` on a loaded model, samples logged."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi import task_configs_dir
+
+    manager = task_manager or TaskManager(
+        include_path=str(task_configs_dir()), metadata=embedded_model_args()
+    )
+    return lm_eval.simple_evaluate(
+        model=hf_lm, tasks=tasks, task_manager=manager, log_samples=True, **kwargs
+    )
+
+
+# ------------------------------------------------------------------ hf against hf-prefix
+
+# Scores are compared within 1e-4: ``hf`` itself moves by up to ~3e-5 between batch sizes.
+TOLERANCE = 1e-4
+
+
+def instances(pairs):
+    from lm_eval.api.instance import Instance
+
+    return [
+        Instance(request_type="loglikelihood", doc={}, arguments=tuple(pair), idx=i)
+        for i, pair in enumerate(pairs)
+    ]
+
+
+def plain_lm(hf_lm, **kwargs):
+    """An ``hf`` model on the weights of ``hf_lm`` (no second load)."""
+    from lm_eval.models.huggingface import HFLM
+
+    return HFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", **kwargs)
+
+
+def assert_same(expected, got, labels):
+    assert len(expected) == len(got)
+    for (want_ll, want_greedy), (ll, greedy), label in zip(expected, got, labels, strict=True):
+        assert abs(want_ll - ll) <= TOLERANCE, f"{label}: hf {want_ll} vs hf-prefix {ll}"
+        assert want_greedy == greedy, f"{label}: is_greedy hf {want_greedy} vs {greedy}"
+
+
+def generic_pairs() -> list[tuple[str, str]]:
+    """A loglikelihood request set of the kind lm-eval's own tasks send."""
+    story = "The quick brown fox jumps over the lazy dog. The dog sleeps on"
+    return [
+        (story, " the porch."),
+        (story, " the porch."),  # identical request
+        (story, " a"),  # one-token continuation, same context
+        (story, " the"),
+        (story + " ", "the mat."),  # trailing space moves into the continuation
+        ("Question: What is 2 + 2?\nAnswer:", " 4"),
+        ("Question: What is 2 + 2?\nAnswer:", " four, as everyone knows"),
+        ("", "Hello world, this is an empty context."),  # prefix-token case
+        ("", "Hello"),
+        ("A", " B C D E F G H I J K L M N O P"),
+        ("Paris is the capital of", " France"),
+        ("Paris is the capital of", " Germany"),
+    ]
+
+
+class ForwardTokens:
+    """Counts the token positions passed to a model's forward calls."""
+
+    def __init__(self, model):
+        self.tokens = 0
+        self.model = model
+
+    def __enter__(self):
+        def count(_module, args, kwargs):
+            ids = kwargs.get("input_ids", args[0] if args else None)
+            self.tokens += ids.numel()
+
+        self.handle = self.model.register_forward_pre_hook(count, with_kwargs=True)
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+
+
+# ------------------------------------------------------------------ the dcpmi command
+
+DCPMI = str(Path(sys.executable).with_name("dcpmi"))
+LM_EVAL = str(Path(sys.executable).with_name("lm_eval"))
+
+
+def run_dcpmi(args: list[str], **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [DCPMI, "run", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=600,
+    )
+
+
+def assert_one_line_error(completed: subprocess.CompletedProcess, *parts: str) -> None:
+    """Exit status 2, one `dcpmi:` line naming ``parts``, no traceback, model never loaded."""
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    lines = [line for line in completed.stderr.splitlines() if line.startswith("dcpmi:")]
+    assert len(lines) == 1, completed.stderr[-3000:]
+    assert completed.stderr.rstrip().endswith(lines[0])
+    for part in parts:
+        assert part in lines[0]
+    assert "Traceback" not in completed.stderr
+    assert "Initializing hf model" not in completed.stderr  # failed before loading the model
+
+
+def lm_eval_tasks(argv: list[str]) -> list[str]:
+    """The task list lm-eval's own parser makes of a `dcpmi run` command line."""
+    from lm_eval._cli.harness import HarnessCLI
+
+    return HarnessCLI()._parser.parse_args(argv[1:]).tasks
+
+
+# A task that is not the plugin's: the user's own quiz, on local data files.
+QUIZ_TEST = [
+    {"question": "What colour is fresh snow?", "choices": ["white", "black", "green"], "label": 0},
+    {"question": "Which animal barks?", "choices": ["a cat", "a dog", "a fish"], "label": 1},
+    {"question": "How many legs has a spider?", "choices": ["six", "four", "eight"], "label": 2},
+]
+QUIZ_TRAIN = [
+    {"question": "What do bees make?", "choices": ["honey", "milk", "silk"], "label": 0},
+]
+DESCRIPTION = "A general knowledge quiz.\n\n"
+# The user's existing task, with its own prompt, options, delimiter, description,
+# few-shot split and metrics (acc_norm and brier_score included).
+QUIZ_YAML = {
+    "task": "quiz",
+    "dataset_path": "json",
+    "test_split": "test",
+    "fewshot_split": "train",
+    "output_type": "multiple_choice",
+    "description": DESCRIPTION,
+    "doc_to_text": "Q: {{question}}\nA:",
+    "doc_to_choice": "{{choices}}",
+    "doc_to_target": "label",
+    "target_delimiter": " => ",
+    "metric_list": [
+        {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
+        {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
+        {"metric": "brier_score", "aggregation": "brier_score", "higher_is_better": False},
+    ],
+    "metadata": {"version": 1},
+}
+PREMISE = "A:"
+BY_NAME_YAML = f"""\
+task: quiz_dcpmi
+base_task: quiz
+class: !function lm_eval_dcpmi.task.DCPMITask
+domain_premise: "{PREMISE}"
+"""
+
+
+def write_quiz(folder: Path, by_name: bool) -> Path:
+    """The user's task folder: data, quiz.yaml and (``by_name``) the by-name variant."""
+    folder.mkdir()
+    files = {}
+    for split, rows in (("test", QUIZ_TEST), ("train", QUIZ_TRAIN)):
+        files[split] = str(folder / f"{split}.jsonl")
+        Path(files[split]).write_text("".join(json.dumps(row) + "\n" for row in rows))
+    config = {**QUIZ_YAML, "dataset_kwargs": {"data_files": files}}
+    (folder / "quiz.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    if by_name:
+        (folder / "quiz_dcpmi.yaml").write_text(BY_NAME_YAML)
+    return folder
