@@ -3,12 +3,14 @@
 # with the newest lm-eval that pyproject.toml allows and then with the oldest (in a second
 # environment, .venv-lm-eval-$OLDEST_LM_EVAL). Extra arguments go to both pytest runs
 # (e.g. `scripts/test.sh -k copa`). The tests read the real data files from
-# $DCPMI_DATA_DIR (default ../shared/data): without them pytest stops with one message.
+# $DCPMI_DATA_DIR (default ../shared/data): without them pytest stops with one message
+# (DCPMI_REQUIRE_DATA=1; a plain `pytest` skips the tests that need the data instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The lower bound of `lm-eval>=...` in pyproject.toml (tests/test_install.py checks it).
 OLDEST_LM_EVAL=0.4.12
 export DCPMI_DATA_DIR=${DCPMI_DATA_DIR:-../shared/data}
+export DCPMI_REQUIRE_DATA=1
 venv=${DCPMI_VENV:-.venv}
 oldest_venv=${DCPMI_OLDEST_VENV:-.venv-lm-eval-$OLDEST_LM_EVAL}
 

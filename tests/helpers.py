@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Tests read the real evaluation files from ../shared/data (never copied into the project).
 SHARED_DATA = Path(os.environ.get("DCPMI_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
-# Without them pytest stops at once with this message (conftest.pytest_configure).
+# Without them the tests that need them are skipped with this reason (scripts/test.sh sets
+# DCPMI_REQUIRE_DATA=1: then pytest stops at once with it instead).
 MISSING_DATA = (
     "the evaluation data is missing: {path} does not exist. The tests read the real data "
     "files; put them there (a checkout of the project beside its `shared/` folder) or set "

@@ -13,6 +13,9 @@ from recompute import expected_bc, expected_cc
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.layout import Layout
 
+# Every test here reads the evaluation data (skipped without it).
+pytestmark = pytest.mark.usefixtures("data_dir")
+
 FREE = ("N/A", "", "[MASK]")
 SST2 = Layout(("domain",), FREE)
 

@@ -125,6 +125,7 @@ def test_samples_checked_against_the_tasks_run(capsys):
     )
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_samples_naming_a_task_not_run_stops_dcpmi_run(capsys, scratch):
     status, err = run_in_process(
         capsys, "--tasks", "dcpmi_copa", "--samples", '{"dcpmi_cpoa": [0]}'
@@ -264,6 +265,7 @@ def test_sigterm_removes_the_temporary_folder(tmp_path, delay):
     assert list(scratch.glob("dcpmi_*")) == []
 
 
+@pytest.mark.usefixtures("data_dir")
 @pytest.mark.slow
 def test_table_without_output_path_leaves_nothing_behind(tmp_path):
     completed = run_dcpmi(["--tasks", "dcpmi_copa", "--limit", "2"], TMPDIR=str(tmp_path))

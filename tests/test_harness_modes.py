@@ -44,6 +44,7 @@ def metrics_of(results: dict, task: str) -> dict[str, float]:
 # ------------------------------------------------------------------ chat templates
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_chat_template_wraps_the_domain_premise_like_the_premise(hf_lm):
     results = evaluate(
         hf_lm, ["dcpmi_copa"], limit=2, apply_chat_template=True, system_instruction=SYSTEM
@@ -89,6 +90,7 @@ def test_without_chat_template_the_domain_premise_is_plain(hf_lm, task_manager):
 # ------------------------------------------------------------------------- few-shot
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_few_shot_examples_precede_the_premise_but_not_the_domain_premise(hf_lm):
     results = evaluate(hf_lm, ["dcpmi_copa"], limit=2, num_fewshot=2)
     for sample in results["samples"]["dcpmi_copa"]:
@@ -114,6 +116,7 @@ def request_cache(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_cached_requests_give_the_same_metrics_and_token_counts(hf_lm, request_cache, caplog):
     first = evaluate(hf_lm, ["dcpmi_copa"], limit=3, cache_requests=True)
     assert list(request_cache.glob("requests-dcpmi_copa-*")), "lm-eval wrote no request cache"
@@ -322,6 +325,7 @@ def test_documents_split_across_ranks_score_as_in_one_process(hf_lm, task_manage
 # ------------------------------------------------------------------------- resuming
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_use_cache_resumes_an_interrupted_run_with_the_same_metrics(hf_lm, tmp_path, monkeypatch):
     cache = str(tmp_path / "answers")
     model_call = hf_lm._model_call
@@ -357,6 +361,7 @@ def test_use_cache_resumes_an_interrupted_run_with_the_same_metrics(hf_lm, tmp_p
 # ------------------------------------------------------------- predict only, identity
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_predict_only_logs_both_requests_and_reports_no_metrics(hf_lm):
     # lm-eval's --predict_only: simple_evaluate calls task.override_metric("bypass")
     results = evaluate(hf_lm, ["dcpmi_copa"], limit=3, predict_only=True)

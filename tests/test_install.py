@@ -9,7 +9,8 @@
   `lm_eval_dcpmi` is imported from the installed wheel.
 
 * The test command tests the oldest lm-eval pyproject allows, and needs the evaluation data
-  (without it pytest stops at once with one message); importing conftest sets nothing.
+  (without it pytest stops at once with one message; a plain pytest run skips the tests
+  that read the data, with that message as the reason); importing conftest sets nothing.
 
 The tests that install or resolve packages (the dry runs ask PyPI) or run the model in a
 subprocess are marked slow. scripts/test.sh runs this file with the newest lm-eval only:
@@ -105,12 +106,32 @@ def run_pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_without_the_data_pytest_stops_at_once_with_one_message(tmp_path):
-    completed = run_pytest("-q", "tests/test_scoring.py", DCPMI_DATA_DIR=str(tmp_path / "none"))
+def test_without_the_data_the_test_command_stops_at_once_with_one_message(tmp_path):
+    completed = run_pytest(
+        "-q", "tests/test_scoring.py", DCPMI_DATA_DIR=str(tmp_path / "none"), DCPMI_REQUIRE_DATA="1"
+    )
     assert completed.returncode == pytest.ExitCode.USAGE_ERROR
     message = MISSING_DATA.format(path=tmp_path / "none")
     assert (completed.stdout + completed.stderr).strip() == f"ERROR: {message}"
     assert f"{tmp_path / 'none'} does not exist. The tests read the real data" in message
+
+
+def test_the_test_command_requires_the_data():
+    """scripts/test.sh cannot pass by skipping every test that reads the data."""
+    assert "\nexport DCPMI_REQUIRE_DATA=1\n" in (ROOT / "scripts" / "test.sh").read_text()
+
+
+def test_without_the_data_its_tests_are_skipped_with_the_reason_and_the_rest_run(tmp_path):
+    needs_data = "tests/test_copa.py::test_all_500_dev_items_in_file_order"  # via task_manager
+    completed = run_pytest(
+        "-q", "-rs", "tests/test_layout.py", needs_data,
+        DCPMI_DATA_DIR=str(tmp_path / "none"), DCPMI_REQUIRE_DATA="0",
+    )  # fmt: skip
+    assert completed.returncode == pytest.ExitCode.OK, completed.stdout[-3000:]
+    message = MISSING_DATA.format(path=tmp_path / "none")
+    assert f"SKIPPED [1] {needs_data.split('::')[0]}" in completed.stdout
+    assert f": {message}\n" in completed.stdout
+    assert re.search(r"\b\d+ passed, 1 skipped\b", completed.stdout), completed.stdout[-3000:]
 
 
 def test_importing_conftest_changes_no_environment_variable():
@@ -193,6 +214,7 @@ def test_wheel_holds_the_task_yamls_and_the_start_up_hook(wheel_env):
     }
 
 
+@pytest.mark.usefixtures("data_dir")
 @pytest.mark.slow
 def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
     completed = run(
@@ -210,6 +232,7 @@ def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
     assert metrics["truncated"] == 0.0
 
 
+@pytest.mark.usefixtures("data_dir")
 @pytest.mark.slow
 def test_dcpmi_run_uses_the_embedded_model_and_prints_the_dcpmi_table(wheel_env, tmp_path):
     completed = run(

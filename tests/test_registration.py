@@ -10,6 +10,7 @@ import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
+import pytest
 from helpers import embedded_model_args
 
 from lm_eval_dcpmi import task_configs_dir
@@ -131,6 +132,7 @@ def test_the_names_task_yamls_give_stay_where_they_were():
     assert named and {n.removeprefix("lm_eval_dcpmi.data.") for n in named} <= set(data.__all__)
 
 
+@pytest.mark.usefixtures("data_dir")
 def test_python_api_with_a_loaded_model(hf_lm):
     """simple_evaluate with an LM object: the tokenizer comes from TaskManager metadata."""
     from lm_eval import simple_evaluate
