@@ -5,8 +5,11 @@ Importing this module changes nothing: the environment the tests run in is set i
 that need it (those using the ``data_dir`` fixture, directly or through ``task_manager`` or
 ``lm_eval_run``) are skipped with one reason, and the rest run. With
 ``DCPMI_REQUIRE_DATA=1`` (scripts/test.sh sets it) pytest stops at once with that reason
-instead, so the full test command cannot pass by skipping. The helpers the test files share
-are in helpers.py and report_helpers.py.
+instead, so the full test command cannot pass by skipping.
+
+The fast tier, ``pytest -m fast``, is the tests marked ``fast``: they need neither the data
+nor the model (no ``NOT_FAST`` fixture, checked at collection). The helpers the test files
+share are in helpers.py and report_helpers.py.
 """
 
 from __future__ import annotations
@@ -41,8 +44,24 @@ def pytest_configure(config: pytest.Config) -> None:
         environment.setenv("TOKENIZERS_PARALLELISM", "false")
 
 
+# The fixtures that load the embedded model or read the evaluation data (each fixture that
+# builds on one, e.g. `prefix_lm` on `hf_lm`, counts too): no test of the fast tier uses one.
+NOT_FAST = {"hf_lm", "lm_eval_run", "task_manager", "data_dir"}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without the data, skip (with one reason) every test that needs it."""
+    """Check the fast tier's marks; without the data, skip (with one reason) every test that
+    needs it."""
+    wrong = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("fast")
+        and (item.get_closest_marker("slow") or NOT_FAST & set(getattr(item, "fixturenames", ())))
+    ]
+    if wrong:
+        raise pytest.UsageError(
+            "marked fast, but slow or using the model or the data: " + ", ".join(wrong)
+        )
     if SHARED_DATA.is_dir():
         return
     skip = pytest.mark.skip(reason=MISSING_DATA.format(path=SHARED_DATA))

@@ -8,6 +8,9 @@ from recompute import expected_bc, expected_cc
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.scoring import DocumentScores, accuracies, predictions
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 INF, NAN = math.inf, math.nan
 ln = math.log
 

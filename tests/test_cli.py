@@ -27,6 +27,7 @@ from lm_eval_dcpmi.errors import DCPMIError
 # ------------------------------------------------------------------ parsing the option
 
 
+@pytest.mark.fast
 def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
     derived, rest = derived_tasks.split_dcpmi_tasks(
         ["--tasks", "piqa", "--dcpmi_task", "arc_easy=Answer:", "--limit", "2",
@@ -40,6 +41,7 @@ def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
     assert rest == ["--tasks", "piqa", "--limit", "2"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -55,6 +57,7 @@ def test_bad_dcpmi_task_options(argv, message):
         derived_tasks.split_dcpmi_tasks(argv)
 
 
+@pytest.mark.fast
 def test_bad_option_is_one_line_and_status_2(capsys):
     assert cli.main(["run", "--dcpmi_task", "arc_easy"]) == 2
     captured = capsys.readouterr()
@@ -65,6 +68,7 @@ def test_bad_option_is_one_line_and_status_2(capsys):
     )
 
 
+@pytest.mark.fast
 def test_derived_yaml_is_the_by_name_form(tmp_path):
     from lm_eval.tasks._yaml_loader import load_yaml
 
@@ -82,6 +86,7 @@ def test_derived_yaml_is_the_by_name_form(tmp_path):
     }
 
 
+@pytest.mark.fast
 def test_derived_tasks_join_the_users_tasks():
     model = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]
     derived = ["arc_easy_dcpmi", "piqa_dcpmi"]
@@ -94,6 +99,7 @@ def test_derived_tasks_join_the_users_tasks():
     assert lm_eval_tasks(lm_eval_options.lm_eval_argv(model)) == ["dcpmi"]
 
 
+@pytest.mark.fast
 def test_help_documents_the_option(capsys):
     assert cli.main(["run", "--help"]) == 0
     out = capsys.readouterr().out
@@ -187,6 +193,7 @@ def test_dcpmi_task_option_beside_its_base_with_one_shot(tmp_path):
     assert logged_requests(samples["quiz"][0])[0] == requests[0]
 
 
+@pytest.mark.fast
 def test_hf_prefix_alone_takes_the_embedded_model():
     from lm_eval_dcpmi.command.lm_eval_options import embedded_model_args, lm_eval_argv
 

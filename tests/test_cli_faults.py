@@ -48,6 +48,7 @@ def run_in_process(capsys, *args: str) -> tuple[int, str]:
 # ------------------------------------------------------------------ --samples picks the tasks
 
 
+@pytest.mark.fast
 def test_samples_without_tasks_runs_the_tasks_it_names(tmp_path):
     samples = '{"dcpmi_copa": [0, 5, 7], "dcpmi_cb": [1]}'
     assert lm_eval_tasks(lm_eval_options.lm_eval_argv([*MODEL, "--samples", samples])) == [
@@ -63,6 +64,7 @@ def test_samples_without_tasks_runs_the_tasks_it_names(tmp_path):
     assert lm_eval_tasks(explicit) == ["dcpmi_rte"]  # the user's --tasks stay
 
 
+@pytest.mark.fast
 def test_dcpmi_run_alone_runs_the_dcpmi_group_on_the_embedded_model():
     argv = lm_eval_options.lm_eval_argv([])
     settings = lm_eval_options.config(argv[1:])
@@ -70,6 +72,7 @@ def test_dcpmi_run_alone_runs_the_dcpmi_group_on_the_embedded_model():
     assert settings.model_args == embedded_model_args()
 
 
+@pytest.mark.fast
 def test_config_yaml_settings_are_not_overridden_by_defaults(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"tasks": ["dcpmi_copa"], "batch_size": 2, "device": "x"}))
@@ -83,6 +86,7 @@ def test_config_yaml_settings_are_not_overridden_by_defaults(tmp_path):
     assert with_variant.tasks == ["dcpmi_copa", "q"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("value", "message"),
     [
@@ -96,6 +100,7 @@ def test_bad_samples_option(value, message):
         lm_eval_options.lm_eval_argv([*MODEL, "--samples", value])
 
 
+@pytest.mark.fast
 def test_samples_file_with_bad_json_names_file_line_and_column(tmp_path):
     path = tmp_path / "samples.json"
     path.write_text('{"dcpmi_copa": [0, 1],\n "dcpmi_cb": [2,, 3]}\n')
@@ -106,6 +111,7 @@ def test_samples_file_with_bad_json_names_file_line_and_column(tmp_path):
     )
 
 
+@pytest.mark.fast
 def test_samples_checked_against_the_tasks_run(capsys):
     sizes = {"dcpmi_copa": 500, "dcpmi_cb": 56}
     with pytest.raises(
@@ -139,6 +145,7 @@ def test_samples_naming_a_task_not_run_stops_dcpmi_run(capsys, scratch):
 # ------------------------------------------------------------------ --dcpmi_task names
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("value", "why"),
     [
@@ -160,11 +167,13 @@ def test_task_names_that_are_paths_are_refused(value, why):
     )
 
 
+@pytest.mark.fast
 def test_task_names_with_parentheses_are_task_names():
     # lm-eval registers e.g. tmmluplus_education_(profession_level)
     assert derived_tasks.split_dcpmi_tasks(["--dcpmi_task", "a_(b)=X"])[0] == [("a_(b)", "X")]
 
 
+@pytest.mark.fast
 def test_path_as_task_writes_nothing_outside_the_temporary_folder(capsys, scratch, tmp_path):
     status, err = run_in_process(capsys, "--dcpmi_task", "../../x=Answer:", "--limit", "2")
     assert status == 2 and err.startswith("dcpmi: --dcpmi_task '../../x=Answer:': '../../x' is")
@@ -182,6 +191,7 @@ def test_unknown_task_suggests_registered_names_only(capsys, scratch):
     assert list(scratch.iterdir()) == []
 
 
+@pytest.mark.fast
 def test_check_base_tasks_never_suggests_the_variant():
     with pytest.raises(DCPMIError) as caught:
         run_steps.check_base_tasks(["arc_easy", "arc_esy_dcpmi"], [("arc_esy", "A:")])
@@ -189,6 +199,7 @@ def test_check_base_tasks_never_suggests_the_variant():
     assert "arc_esy_dcpmi" not in str(caught.value)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("option", ["--metadata", "--samples", "--model_args"])
 def test_bad_json_in_an_option_is_one_line_with_its_position(option):
     # The same message under every lm-eval release (0.4.12 exits through argparse for

@@ -64,11 +64,13 @@ def load(tmp_path):
     return data.xml_items("copa/copa-dev.xml", record="copa", data_dir=tmp_path)
 
 
+@pytest.mark.fast
 def test_a_good_file_loads(tmp_path):
     write_copa(tmp_path, GOOD_ITEM)
     assert load(tmp_path)["test"][0]["gold"] == 0
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("item", "expected"),
     [
@@ -100,6 +102,7 @@ def test_bad_items_name_file_and_item(tmp_path, item, expected):
         load(tmp_path)
 
 
+@pytest.mark.fast
 def test_unreadable_xml(tmp_path):
     write_copa(tmp_path, GOOD_ITEM + "<item id='2'><p>unclosed</item>")
     with pytest.raises(
@@ -108,22 +111,26 @@ def test_unreadable_xml(tmp_path):
         load(tmp_path)
 
 
+@pytest.mark.fast
 def test_missing_data_folder(tmp_path):
     with pytest.raises(data.DataError, match=r"data folder .*nowhere does not exist"):
         data.xml_items("copa/copa-dev.xml", record="copa", data_dir=tmp_path / "nowhere")
 
 
+@pytest.mark.fast
 def test_missing_file_in_data_folder(tmp_path):
     with pytest.raises(data.DataError, match=r"copa-dev.xml not found: the data folder .* has no"):
         load(tmp_path)
 
 
+@pytest.mark.fast
 def test_env_var_is_used_and_named(tmp_path, monkeypatch):
     monkeypatch.setenv("DCPMI_DATA_DIR", str(tmp_path / "absent"))
     with pytest.raises(data.DataError, match=r"does not exist \(from DCPMI_DATA_DIR\)"):
         data.locate("copa/copa-dev.xml")
 
 
+@pytest.mark.fast
 def test_without_data_folder_it_downloads_and_says_where_it_looked(monkeypatch):
     # No network here (and offline mode on): the download must fail with a message
     # naming the upstream archive and how to point the plugin at local files.

@@ -172,6 +172,7 @@ def load(folder: Path, task: str):
     return manager.load([task])["tasks"][task]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("yaml_lines", "expected"),
     [
@@ -189,6 +190,7 @@ def test_misuse_is_refused_when_the_task_loads(tmp_path, yaml_lines, expected):
         load(tmp_path, "quiz_bad")
 
 
+@pytest.mark.fast
 def test_domain_premise_rendering_empty_is_refused(tmp_path):
     bad = textwrap.dedent("""\
         include: quiz.yaml

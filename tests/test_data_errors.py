@@ -45,6 +45,7 @@ def write(root: Path, file: str, content: bytes) -> Path:
     return path
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("loader", "file", "record", "first"), FILE_LOADERS, ids=IDS)
 def test_not_utf8_names_file_line_and_byte(tmp_path, loader, file, record, first):
     head = first.encode()
@@ -59,6 +60,7 @@ def test_not_utf8_names_file_line_and_byte(tmp_path, loader, file, record, first
     )
 
 
+@pytest.mark.fast
 def test_xml_that_declares_another_encoding_is_read_in_it(tmp_path):
     item = (
         '<item id="1" asks-for="cause" most-plausible-alternative="1"><p>Il a bu un caf\xe9.</p>'
@@ -70,6 +72,7 @@ def test_xml_that_declares_another_encoding_is_read_in_it(tmp_path):
     assert rows[0]["p"] == "Il a bu un café."
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("loader", "file", "record", "first"), FILE_LOADERS, ids=IDS)
 def test_folder_where_a_file_belongs(tmp_path, loader, file, record, first):
     (tmp_path / file).mkdir(parents=True)
@@ -81,6 +84,7 @@ def test_folder_where_a_file_belongs(tmp_path, loader, file, record, first):
     )
 
 
+@pytest.mark.fast
 def test_file_where_the_race_folder_belongs(tmp_path):
     write(tmp_path, "race/test/high", RACE_ARTICLE.encode())
     with pytest.raises(DataError) as caught:
@@ -91,6 +95,7 @@ def test_file_where_the_race_folder_belongs(tmp_path):
     )
 
 
+@pytest.mark.fast
 def test_race_article_not_utf8(tmp_path):
     write(tmp_path, "race/test/high/1.txt", RACE_ARTICLE.encode())
     path = write(tmp_path, "race/test/high/2.txt", b'{"article": "caf\xe9"}')
@@ -101,6 +106,7 @@ def test_race_article_not_utf8(tmp_path):
     )
 
 
+@pytest.mark.fast
 def test_race_bad_json_names_line_and_column(tmp_path):
     write(tmp_path, "race/test/high/1.txt", b'{"article": "An article.",\n "questions": [,]}')
     with pytest.raises(DataError) as caught:
@@ -110,6 +116,7 @@ def test_race_bad_json_names_line_and_column(tmp_path):
     )
 
 
+@pytest.mark.fast
 def test_jsonl_bad_json_names_line_and_column(tmp_path):
     write(tmp_path, "h.jsonl", (HELLASWAG_ROW + "\n" + '{"ctx": "x", "label" 1}\n').encode())
     with pytest.raises(DataError) as caught:
@@ -120,6 +127,7 @@ def test_jsonl_bad_json_names_line_and_column(tmp_path):
 BOM = b"\xef\xbb\xbf"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("loader", "file", "record", "content", "field", "value"),
     [

@@ -30,10 +30,12 @@ def test_token_counts_follow_the_harness_split(task_manager, hf_lm):
     assert counter.max_length == hf_lm.max_length == 8192
 
 
+@pytest.mark.fast
 def test_no_tokenizer_gives_none_not_a_guess():
     assert token_counter_for(tokenizer=None, pretrained=None) is None
 
 
+@pytest.mark.fast
 def test_domain_requests_follow_the_conditional_ones_with_the_same_continuations():
     task = make_task()  # target_delimiter defaults to " " here, as in any lm-eval task
     doc = task.eval_docs[0]
@@ -47,11 +49,13 @@ def test_domain_requests_follow_the_conditional_ones_with_the_same_continuations
     assert [r.idx for r in requests] == [0, 1, 2, 3]
 
 
+@pytest.mark.fast
 def test_domain_premise_is_a_template_over_the_document():
     task = make_task(domain_premise="{{ question.split()[-1] }}:")
     assert task.domain_premise(task.eval_docs[1]) == "is:"
 
 
+@pytest.mark.fast
 def test_process_results_without_a_tokenizer(caplog):
     task = make_task()
     with caplog.at_level("WARNING"):
@@ -69,6 +73,7 @@ def test_process_results_without_a_tokenizer(caplog):
     assert "acc_avg needs the model's tokenizer" in caplog.text
 
 
+@pytest.mark.fast
 def test_metrics_are_the_task_defaults_plus_ours_with_their_aggregations():
     task = make_task()
     assert list(task.aggregation()) == [
@@ -87,6 +92,7 @@ def test_metrics_are_the_task_defaults_plus_ours_with_their_aggregations():
     }
 
 
+@pytest.mark.fast
 def test_a_metric_list_of_the_task_is_kept():
     task = make_task(
         metric_list=[
@@ -101,11 +107,13 @@ def test_a_metric_list_of_the_task_is_kept():
     assert metrics["acc"] == 1.0 and metrics["acc_dcpmi"] == 0.0
 
 
+@pytest.mark.fast
 def test_acc_mutual_info_is_refused_with_the_reason():
     with pytest.raises(DCPMIConfigError, match=r"tiny_dcpmi .*acc_mutual_info.*DC-PMI replaces"):
         make_task(metric_list=[{"metric": "acc_mutual_info"}])
 
 
+@pytest.mark.fast
 def test_missing_domain_premise_is_refused():
     with pytest.raises(
         DCPMIConfigError, match=r"tiny_dcpmi .*needs a domain premise.*domain_premise:"
@@ -113,6 +121,7 @@ def test_missing_domain_premise_is_refused():
         make_task(domain_premise=None)
 
 
+@pytest.mark.fast
 def test_output_type_other_than_multiple_choice_is_refused():
     with pytest.raises(
         DCPMIConfigError, match=r"needs `output_type: multiple_choice`, not 'loglikelihood'"
@@ -120,11 +129,13 @@ def test_output_type_other_than_multiple_choice_is_refused():
         make_task(output_type="loglikelihood")
 
 
+@pytest.mark.fast
 def test_domain_premise_rendering_empty_for_one_document_stops_the_task_build():
     with pytest.raises(DCPMIConfigError, match=r"tiny_dcpmi .*document 1: .*renders empty"):
         make_task(domain_premise="{{ '' if question == 'The sky is' else 'A:' }}")
 
 
+@pytest.mark.fast
 def test_target_outside_the_options_stops_the_task_build_naming_the_document():
     # (lm-eval itself checks only the first document; a later bad one must not pass
     # silently, and must stop the run when the task is built, before any request)
@@ -156,6 +167,7 @@ def test_identical_domain_requests_cost_one_forward_row(hf_lm, monkeypatch):
     assert results[1] == results[7]
 
 
+@pytest.mark.fast
 def test_documents_without_finite_scores_are_counted_wrong_with_one_warning(caplog):
     task = make_task()
     task.build_all_requests(limit=2)
@@ -175,6 +187,7 @@ def test_documents_without_finite_scores_are_counted_wrong_with_one_warning(capl
 # ------------------------------------------- every document checked when the task is built
 
 
+@pytest.mark.fast
 def test_a_premise_field_the_document_lacks_is_named_when_the_task_is_built():
     # lm-eval's Jinja environment is strict: an undefined field raises, it never renders ''
     with pytest.raises(DCPMIConfigError) as raised:
@@ -185,6 +198,7 @@ def test_a_premise_field_the_document_lacks_is_named_when_the_task_is_built():
     assert "the document's fields: gold, options, question" in message
 
 
+@pytest.mark.fast
 def test_a_premise_that_is_not_a_jinja_template_is_refused_naming_the_task():
     with pytest.raises(
         DCPMIConfigError,
@@ -194,6 +208,7 @@ def test_a_premise_that_is_not_a_jinja_template_is_refused_naming_the_task():
         make_task(domain_premise="{{ topic ")
 
 
+@pytest.mark.fast
 def test_a_template_failing_on_a_later_document_is_named_when_the_task_is_built():
     # lm-eval tries its templates on the first document only
     with pytest.raises(
@@ -204,6 +219,7 @@ def test_a_template_failing_on_a_later_document_is_named_when_the_task_is_built(
         make_task(doc_to_target="{{ gold if question == 'Two plus two is' else missing }}")
 
 
+@pytest.mark.fast
 def test_duplicate_and_single_options_warn_once_per_task_naming_the_first_document(caplog):
     docs = [
         *DOCS,
@@ -225,6 +241,7 @@ def test_duplicate_and_single_options_warn_once_per_task_naming_the_first_docume
     assert "(first: document 3)" in single[0]
 
 
+@pytest.mark.fast
 def test_the_task_version_carries_the_domain_premise():
     # lm-eval's task_hashes hash the first request only; the version tells the premises apart
     first, again, other = make_task(), make_task(), make_task(domain_premise=" So:")
@@ -279,6 +296,7 @@ def test_an_option_far_longer_than_the_window_stops_the_task_build():
     assert "is 40 tokens long on its own, more than the model's window of 8 tokens" in message
 
 
+@pytest.mark.fast
 def test_several_processes_that_each_score_everything_are_warned_once(monkeypatch, caplog):
     from lm_eval_dcpmi.core import documents as task_module
 

@@ -454,6 +454,7 @@ def test_mmlu_variant_mirrors_lm_evals_mmlu(ready_made):
         )
 
 
+@pytest.mark.fast
 def test_ready_made_files_name_their_base_and_copy_nothing():
     copied_keys = {"dataset_path", "doc_to_text", "doc_to_choice", "doc_to_target", "include"}
     for name in VARIANTS:
@@ -463,6 +464,7 @@ def test_ready_made_files_name_their_base_and_copy_nothing():
         assert not copied_keys & set(config), name
 
 
+@pytest.mark.fast
 def test_generated_mmlu_files_are_current():
     import importlib.util
 

@@ -17,6 +17,9 @@ import pytest
 from helpers import ROOT
 from report_helpers import entry, results_dict, ten_document_run
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 SPEC = importlib.util.spec_from_file_location("make_results", ROOT / "scripts" / "make_results.py")
 assert SPEC is not None and SPEC.loader is not None
 make_results = importlib.util.module_from_spec(SPEC)

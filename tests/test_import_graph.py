@@ -14,6 +14,11 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "lm_eval_dcpmi"
 TOP_LEVEL = ["lm_eval_dcpmi_autoload"]  # the module the start-up .pth imports

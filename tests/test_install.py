@@ -76,6 +76,7 @@ def dry_run(*pip_args: str) -> dict[str, dict]:
     }
 
 
+@pytest.mark.fast
 def test_setup_script_installs_exactly_the_requirement_files():
     """The dry runs below check these two files; a pip line added to setup.sh must come here."""
     lines = SETUP_SCRIPT.read_text().splitlines()
@@ -87,6 +88,7 @@ def test_setup_script_installs_exactly_the_requirement_files():
     ]
 
 
+@pytest.mark.fast
 def test_the_test_command_tests_the_oldest_lm_eval_pyproject_allows():
     """pyproject's lower bound for lm-eval is the version scripts/test.sh tests second."""
     (bound,) = re.findall(r'"lm-eval>=([0-9.]+),', (ROOT / "pyproject.toml").read_text())
@@ -106,6 +108,7 @@ def run_pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.fast
 def test_without_the_data_the_test_command_stops_at_once_with_one_message(tmp_path):
     completed = run_pytest(
         "-q", "tests/test_scoring.py", DCPMI_DATA_DIR=str(tmp_path / "none"), DCPMI_REQUIRE_DATA="1"
@@ -116,11 +119,13 @@ def test_without_the_data_the_test_command_stops_at_once_with_one_message(tmp_pa
     assert f"{tmp_path / 'none'} does not exist. The tests read the real data" in message
 
 
+@pytest.mark.fast
 def test_the_test_command_requires_the_data():
     """scripts/test.sh cannot pass by skipping every test that reads the data."""
     assert "\nexport DCPMI_REQUIRE_DATA=1\n" in (ROOT / "scripts" / "test.sh").read_text()
 
 
+@pytest.mark.fast
 def test_without_the_data_its_tests_are_skipped_with_the_reason_and_the_rest_run(tmp_path):
     needs_data = "tests/test_copa.py::test_all_500_dev_items_in_file_order"  # via task_manager
     completed = run_pytest(
@@ -134,6 +139,7 @@ def test_without_the_data_its_tests_are_skipped_with_the_reason_and_the_rest_run
     assert re.search(r"\b\d+ passed, 1 skipped\b", completed.stdout), completed.stdout[-3000:]
 
 
+@pytest.mark.fast
 def test_importing_conftest_changes_no_environment_variable():
     code = (
         "import os, sys; sys.path.insert(0, 'tests'); before = dict(os.environ); "

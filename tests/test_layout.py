@@ -9,6 +9,9 @@ import pytest
 from lm_eval_dcpmi.core import layout
 from lm_eval_dcpmi.core.layout import conditional_and_domain, labelled
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 
 def test_splits_into_the_conditional_half_and_the_domain_half():
     assert conditional_and_domain([-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]) == (

@@ -13,6 +13,9 @@ from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, total
 from lm_eval_dcpmi.core.scoring import METRICS
 from lm_eval_dcpmi.report import results as report_results
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 COUNTS = [m for m in METRICS if m.kind == "count"]
 
 

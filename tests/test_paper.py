@@ -7,6 +7,9 @@ import pytest
 from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 
 def test_paper_tasks_in_the_papers_order_with_their_kinds():
     tasks = paper.paper_tasks()

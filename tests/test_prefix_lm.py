@@ -54,6 +54,7 @@ def _task_pairs(task_manager, name: str, n_docs: int) -> list[tuple[str, str]]:
     return [pair for doc in request_pairs(task, n_docs) for pair in doc]
 
 
+@pytest.mark.fast
 def test_registered_name_resolves_to_prefix_lm():
     from lm_eval.api.registry import get_model
 

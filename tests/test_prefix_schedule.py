@@ -33,6 +33,9 @@ from lm_eval_dcpmi.hf_prefix.tree import (
     walk,
 )
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 
 def shape(nodes: list[Node]) -> list:
     """A tree as nested (tokens, start, sorted targets, children) tuples, children sorted."""

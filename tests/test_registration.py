@@ -21,6 +21,7 @@ from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
 OURS = task_configs_dir()
 
 
+@pytest.mark.fast
 def test_plugin_path_comes_first_and_only_once(tmp_path):
     assert with_plugin_path(None) == [OURS]
     assert with_plugin_path(str(tmp_path)) == [OURS, str(tmp_path)]
@@ -105,6 +106,7 @@ def test_the_excepthook_is_installed_by_lm_evals_command_line_only():
     ] == {"ours": TINY, "watching": [], "excepthook": False}
 
 
+@pytest.mark.fast
 def test_entry_points_for_lm_evals_plugin_groups():
     """Declared for the lm-eval that reads them (models: PR #4013; tasks: PR #4015)."""
     (model,) = entry_points(group="lm_eval.models", name="hf-prefix")
@@ -114,6 +116,7 @@ def test_entry_points_for_lm_evals_plugin_groups():
     assert tasks.load()() == OURS
 
 
+@pytest.mark.fast
 def test_the_names_task_yamls_give_stay_where_they_were():
     # `class: !function lm_eval_dcpmi.task.DCPMITask`, `custom_dataset: !function
     # lm_eval_dcpmi.data.jsonl`: lm-eval imports the module and takes the attribute

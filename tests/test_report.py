@@ -237,6 +237,7 @@ def test_real_summary_over_two_altered_copies(lm_eval_run, tmp_path):
 # Marking the best method (hand-made)
 
 
+@pytest.mark.fast
 def test_best_marks_ties_and_nan():
     data = results_dict(
         {
@@ -277,12 +278,14 @@ def test_best_marks_ties_and_nan():
     assert "Intervals and significance need the per-document samples" in notes
 
 
+@pytest.mark.fast
 def test_all_nan_row_has_no_best():
     row = TaskRow("t", {m: NAN for m in METHODS})
     assert row.best == ()
     assert report.dcpmi_gain(row) != report.dcpmi_gain(row)  # NaN
 
 
+@pytest.mark.fast
 def test_task_order_paper_then_unknown_then_group():
     names = ["zeta_task", "dcpmi_trec", "alpha_task", "dcpmi_cb", "dcpmi_copa", "dcpmi_hellaswag"]
     rows = {name: entry(0.1, 0.2, 0.3, 0.4) for name in names}
@@ -305,6 +308,7 @@ def test_task_order_paper_then_unknown_then_group():
     assert summary([run])["acc_dcpmi"]["gpt2"].tasks == 6
 
 
+@pytest.mark.fast
 def test_non_dcpmi_rows_are_left_out():
     rows = {
         "dcpmi_copa": entry(0.1, 0.2, 0.3, 0.4),
@@ -314,6 +318,7 @@ def test_non_dcpmi_rows_are_left_out():
     assert [row.task for row in run.rows] == ["dcpmi_copa"]
 
 
+@pytest.mark.fast
 def test_format_run_table_notes_nan_limit_and_truncation():
     rows = {
         "dcpmi_copa": entry(0.5, 0.7, NAN, 0.6, n=6),
@@ -333,6 +338,7 @@ def test_format_run_table_notes_nan_limit_and_truncation():
         format_run_table(results_dict({"copa": {"acc,none": 0.5, "sample_len": 5}}))
 
 
+@pytest.mark.fast
 def test_limit_detected_from_n_samples_without_config_limit():
     data = results_dict({"dcpmi_copa": entry(0.5, 0.7, 0.7, 0.6, n=10)})
     data["n-samples"]["dcpmi_copa"]["original"] = 500
@@ -345,6 +351,7 @@ def test_limit_detected_from_n_samples_without_config_limit():
 # Summary (hand-made)
 
 
+@pytest.mark.fast
 def test_summary_shares_on_two_hand_made_runs(tmp_path):
     small = results_dict(
         {
@@ -397,6 +404,7 @@ def test_summary_shares_on_two_hand_made_runs(tmp_path):
     assert "## Best method, share of tasks" in report.markdown_report(runs)
 
 
+@pytest.mark.fast
 def test_folder_reads_newest_dcpmi_file_per_model(tmp_path):
     model = tmp_path / "gpt2"
     model.mkdir()
@@ -420,6 +428,7 @@ def test_folder_reads_newest_dcpmi_file_per_model(tmp_path):
 # Refusals
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -445,6 +454,7 @@ def test_refuses_other_files(tmp_path, capsys, content, message):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.fast
 def test_refuses_binary_missing_and_empty_folder(tmp_path):
     binary = tmp_path / "model.bin"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
@@ -469,6 +479,7 @@ def test_refuses_binary_missing_and_empty_folder(tmp_path):
 # Figure and command line (hand-made)
 
 
+@pytest.mark.fast
 def test_figure_size_with_nan_and_group(tmp_path):
     rows = {f"dcpmi_{t}": entry(0.2, 0.5, NAN, 0.6) for t in ("copa", "cb", "rte", "sst2")}
     rows["dcpmi"] = entry(0.2, 0.5, NAN, 0.6, n=400)
@@ -479,6 +490,7 @@ def test_figure_size_with_nan_and_group(tmp_path):
     assert png_size(path) == (300, 200)
 
 
+@pytest.mark.fast
 def test_argparse_pair(tmp_path, capsys):
     import argparse
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from lm_eval_dcpmi.report import comparisons
 from lm_eval_dcpmi.report.results import per_document, run_from_dict
+
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
 
 FIVE = {"acc_unc": 0.25, "acc": 0.5, "acc_avg": 0.5, "acc_norm": 0.5, "acc_dcpmi": 0.5}
 # BC items (probabilities, gold; binary fractions, so the sums are exact): the mean is

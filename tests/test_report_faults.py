@@ -14,6 +14,9 @@ from lm_eval_dcpmi.report.loading import SamplesError
 from lm_eval_dcpmi.report.results import ReportError
 from lm_eval_dcpmi.report.writing import Output, text_output, write_all
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 
 def cut_samples(results_file: Path, task: str, keep: int) -> Path:
     """Keep the first ``keep`` lines of ``task``'s samples file (an interrupted write)."""

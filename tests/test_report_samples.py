@@ -16,6 +16,7 @@ from lm_eval_dcpmi.report import load_results, report_command
 METHODS = tuple(scoring.METHODS)
 
 
+@pytest.mark.fast
 def test_intervals_and_paired_differences_from_samples(tmp_path):
     (run,) = load_results([ten_document_run(tmp_path)])
     assert run.has_samples and set(run.samples_files) == {"dcpmi_copa", "dcpmi_cb"}
@@ -37,6 +38,7 @@ def test_intervals_and_paired_differences_from_samples(tmp_path):
     assert differences["dcpmi_cb"][0].endswith("p=0.002")  # 10 vs 0: p = 2 / 2**10
 
 
+@pytest.mark.fast
 def test_best_marks_say_whether_the_lead_is_significant(tmp_path):
     (run,) = load_results([ten_document_run(tmp_path)])
     table = md_rows(report.markdown_table(run))
@@ -51,6 +53,7 @@ def test_best_marks_say_whether_the_lead_is_significant(tmp_path):
     assert (rows["dcpmi_copa"]["lead_p"], rows["dcpmi_cb"]["lead_p"]) == ("0.375", "0.002")
 
 
+@pytest.mark.fast
 def test_intervals_csv(tmp_path):
     path = ten_document_run(tmp_path)
     assert report_command([str(path)], str(tmp_path / "out"), ["csv"]) == 0
@@ -69,6 +72,7 @@ def test_intervals_csv(tmp_path):
     assert (own["accuracy"], own["dcpmi_minus"], own["mcnemar_p"]) == ("70.0", "", "")
 
 
+@pytest.mark.fast
 def test_samples_of_another_run_are_not_used(tmp_path):
     path = ten_document_run(tmp_path)
     for samples in path.parent.glob("samples_*.jsonl"):
@@ -81,6 +85,7 @@ def test_samples_of_another_run_are_not_used(tmp_path):
     assert report_command([str(path)], options_csv=str(tmp_path / "o.csv")) == 2
 
 
+@pytest.mark.fast
 def test_a_broken_samples_file_is_named(tmp_path):
     path = ten_document_run(tmp_path)
     broken = path.parent / f"samples_dcpmi_cb_{STAMP}.jsonl"
@@ -116,6 +121,7 @@ def request_sample(doc_id, options, conditional, domain, gold, **logged) -> dict
     }
 
 
+@pytest.mark.fast
 def test_options_export_without_a_tokenizer(tmp_path, capsys):
     samples = [
         # Unc picks " bb" (-0.5 > -2.0); LM (-1.0), Char (-0.5 per character against -1.0)
@@ -153,6 +159,7 @@ def test_options_export_without_a_tokenizer(tmp_path, capsys):
     assert picks == {"0": ["0", "1", "", "1", "1"], "1": ["1", "0", "", "0", "0"]}
 
 
+@pytest.mark.fast
 def test_gold_given_as_option_text():
     from lm_eval_dcpmi.report.samples import document_options
 

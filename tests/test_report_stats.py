@@ -9,6 +9,9 @@ from report_helpers import DCPMI, LM
 
 from lm_eval_dcpmi.report import stats
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 NAN = float("nan")
 
 # Ten documents, DC-PMI against LM (report_helpers.DCPMI and LM, which the report tests'

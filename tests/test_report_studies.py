@@ -13,6 +13,9 @@ from report_helpers import entry, md_rows, png_size, results_dict
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.report import studies
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 TEMPLATES = "dcpmi_sst2_templates"
 # Three templates; DC-PMI 70, 80, 90 -> mean 80.0, sample std 10.0; LM 50, 60, 100 ->
 # mean 70.0, std sqrt(((-20)^2 + (-10)^2 + 30^2) / 2) = sqrt(700) = 26.4575...

@@ -8,6 +8,9 @@ import pytest
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.scoring import DocumentScores
 
+# Every test here needs neither the model nor the data: the fast tier.
+pytestmark = pytest.mark.fast
+
 INF, NAN = math.inf, math.nan
 # The paper's five rules (every DC-PMI task reports them), on one domain premise.
 FIVE = [m for m in scoring.METRICS if m.name in scoring.ACCURACIES]

@@ -76,6 +76,7 @@ def generator():
 # ------------------------------------------------------------------ 15 templates
 
 
+@pytest.mark.fast
 def test_template_yamls_are_the_generators_output():
     expected = generator().render_all()
     on_disk = {p.name: p.read_text(encoding="utf-8") for p in TEMPLATES_DIR.glob("*.yaml")}
@@ -83,6 +84,7 @@ def test_template_yamls_are_the_generators_output():
     assert len(expected) == 16  # 15 tasks and their group
 
 
+@pytest.mark.fast
 def test_template_strings_are_the_specs_python_literals():
     spec = SHARED_DATA.parent / "spec" / "sst2_variants.md"
     if not spec.exists():
@@ -262,6 +264,7 @@ def test_same_seed_draws_the_same_examples_twice(data_dir):
     assert all(re.fullmatch(r"sst/sst_train\.txt:\d+", s) for s in first["source"])
 
 
+@pytest.mark.fast
 def test_draw_examples_is_a_seeded_sample():
     assert data.draw_examples(10, 3, seed=7) == data.draw_examples(10, 3, seed=7)
     assert sorted(data.draw_examples(4, 4, seed=1)) == [0, 1, 2, 3]
@@ -305,35 +308,41 @@ def tiny(tmp_path):
     return tmp_path
 
 
+@pytest.mark.fast
 def test_pool_leaves_out_neutral_and_test_sentences(tiny):
     dataset = load_examples(tiny)
     assert sorted(dataset["train"]["sentence"]) == ["dull .", "fun ."]
     assert dataset["test"]["sentence"] == ["bad film .", "great film ."]
 
 
+@pytest.mark.fast
 def test_more_examples_than_the_pool_holds_says_so(tiny):
     with pytest.raises(DataError, match=r"asks for 3 examples, but the pool holds only 2 usable"):
         load_examples(tiny, fewshot_n=3)
 
 
+@pytest.mark.fast
 def test_missing_pool_file_names_it(tiny):
     (tiny / "sst" / "sst_train.txt").unlink()
     with pytest.raises(DataError, match=r"sst_train\.txt not found"):
         load_examples(tiny)
 
 
+@pytest.mark.fast
 def test_malformed_pool_line_names_file_and_line(tiny):
     write_sst(tiny, "sst_train.txt", ["__label__2\tdull .", "label 4: fun ."])
     with pytest.raises(DataError, match=r"^sst/sst_train\.txt:2: expected '__label__N<TAB>"):
         load_examples(tiny)
 
 
+@pytest.mark.fast
 def test_empty_pool_file_says_so(tiny):
     write_sst(tiny, "sst_train.txt", [])
     with pytest.raises(DataError, match=r"sst/sst_train\.txt: no records found"):
         load_examples(tiny)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [

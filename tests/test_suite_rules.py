@@ -1,11 +1,15 @@
 """The test suite's own rules (no model, no data): the test files share helpers through
 helpers.py and report_helpers.py, never by importing one another or conftest.py (which
-holds the fixtures)."""
+holds the fixtures); the fast tier's marker is registered."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.fast
 
 TESTS = Path(__file__).resolve().parent
 
@@ -29,3 +33,7 @@ def test_no_test_file_imports_another_test_file_or_conftest():
     assert {name: modules for name, modules in wrong.items() if modules} == {}, (
         "move what is shared into tests/helpers.py or tests/report_helpers.py"
     )
+
+
+def test_the_fast_marker_is_registered(pytestconfig):
+    assert any(marker.startswith("fast:") for marker in pytestconfig.getini("markers"))

@@ -42,6 +42,7 @@ ITEMS_AND_GOLDS = {
 }
 
 
+@pytest.mark.fast
 def test_every_classification_task_of_the_paper_is_counted():
     assert list(ITEMS_AND_GOLDS) == list(paper.tasks_of_kind("classification"))
 
@@ -232,6 +233,7 @@ def test_trec_first_documents(task_manager):
 # ------------------------------------------------------------- TREC detokenisation
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("line", "question"),
     [
@@ -320,6 +322,7 @@ def test_endoftext_is_one_special_token_for_the_embedded_model(embedded_counter)
     assert tokenizer.eos_token == "<|im_end|>"
 
 
+@pytest.mark.fast
 def test_a_tokenizer_without_endoftext_is_reported():
     tokenizer = byte_level_tokenizer_without_endoftext()
     texts = [" neutral.<|endoftext|>", " The quote has a tone that is", "</s>"]
@@ -519,6 +522,7 @@ BAD_INPUTS = [
 ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("loader", "file", "record", "text", "expected"),
     BAD_INPUTS,
@@ -530,6 +534,7 @@ def test_bad_input_names_file_line_and_problem(tmp_path, loader, file, record, t
         loader(file, record=record, data_dir=tmp_path)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("loader", "file", "record", "text", "gold"),
     [
@@ -547,6 +552,7 @@ def test_small_good_files_load(tmp_path, loader, file, record, text, gold):
     assert loader(file, record=record, data_dir=tmp_path)["test"]["gold"] == [gold]
 
 
+@pytest.mark.fast
 def test_a_bad_file_fails_the_task_load_through_the_task_manager(tmp_path):
     """The YAML's dataset_kwargs plus --metadata data_dir reach the loader."""
     from lm_eval.tasks import TaskManager

@@ -326,6 +326,7 @@ def test_item_count_and_first_two_documents(tasks, name):
     assert request_pairs(task, 2) == requests
 
 
+@pytest.mark.fast
 def test_every_mcqa_task_of_the_paper_has_its_first_documents_checked():
     assert set(FIRST_TWO) | {"dcpmi_copa"} == set(paper.tasks_of_kind("mcqa"))  # test_copa.py
 
@@ -527,10 +528,12 @@ def load_story(tmp_path, text: str):
     return data.tsv("storycloze/test_spring2016.tsv", record="storycloze", data_dir=tmp_path)
 
 
+@pytest.mark.fast
 def test_a_good_storycloze_file_loads(tmp_path):
     assert load_story(tmp_path, STORY_HEADER + STORY_ROW)["test"][0]["gold"] == 0
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -568,6 +571,7 @@ def load_jsonl(tmp_path, file: str, record: str, lines: list[str]):
     return data.jsonl(file, record=record, data_dir=tmp_path)
 
 
+@pytest.mark.fast
 def test_a_good_hellaswag_file_loads(tmp_path):
     # Labels as numbers or as digit strings (consistently, one type per file).
     lines = [json.dumps({**HS_GOOD, "label": "3"}), "", json.dumps({**HS_GOOD, "label": "1"})]
@@ -579,6 +583,7 @@ def test_a_good_hellaswag_file_loads(tmp_path):
     ]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -633,6 +638,7 @@ def with_question(**fields):
     return {**QC_GOOD, "question": {**QC_GOOD["question"], **fields}}
 
 
+@pytest.mark.fast
 def test_a_good_question_choices_file_loads(tmp_path):
     numeric = {
         **QC_GOOD,
@@ -648,6 +654,7 @@ def test_a_good_question_choices_file_loads(tmp_path):
     assert docs[0]["choices"] == ["one", "two", "three", "four"]
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("row", "message"),
     [
@@ -697,6 +704,7 @@ def test_bad_question_choices_lines(tmp_path, row, message):
         load_jsonl(tmp_path, QC_FILE, "question_choices", lines)
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("article", "message"),
     [
@@ -744,6 +752,7 @@ def test_bad_race_files(tmp_path, article, message):
         load_race(tmp_path)
 
 
+@pytest.mark.fast
 def test_race_folder_without_articles(tmp_path):
     (tmp_path / "race" / "test" / "high").mkdir(parents=True)
     with pytest.raises(data.DataError, match=r"^race/test/high: no \*\.txt article files in "):
