@@ -10,8 +10,14 @@ import os
 from pathlib import Path
 
 import pytest
-from test_report import entry, results_dict
-from test_report_samples import STAMP, metric_samples, ten_document_run, write_run
+from report_helpers import (
+    STAMP,
+    entry,
+    metric_samples,
+    results_dict,
+    ten_document_run,
+    write_run,
+)
 
 from lm_eval_dcpmi import scoring
 from lm_eval_dcpmi.report import load_results, report_command

@@ -21,7 +21,13 @@ from lm_eval_dcpmi.report.results import (
     per_document,
     run_from_dict,
 )
-from lm_eval_dcpmi.report.samples import domain_contexts, read_samples, samples_files, task_hash
+from lm_eval_dcpmi.report.samples import (
+    domain_contexts,
+    read_samples,
+    samples_files,
+    task_hash,
+    task_layout,
+)
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +184,7 @@ def _same_premise(
     if "+premise." in version and not version.endswith(f"+premise.{digest}"):
         return  # the results file contradicts itself; its version is what it is
     for sample in scored:
-        contexts = domain_contexts(sample)
+        contexts = domain_contexts(sample, task_layout(config))
         if contexts is None:
             return  # trimmed samples: no requests to compare
         if any(premise.strip() not in context for context in contexts):

@@ -171,14 +171,15 @@ def task_hash(samples: Sequence[Mapping[str, Any]]) -> str | None:
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
 
-def domain_contexts(sample: Mapping[str, Any]) -> list[str] | None:
+def domain_contexts(sample: Mapping[str, Any], layout: Layout = DEFAULT) -> list[str] | None:
     """The contexts of a DC-PMI sample's domain requests; None when the sample does not
-    carry its requests (trimmed) or they are not laid out as a DC-PMI document's."""
+    carry its requests (trimmed) or they are not laid out as ``layout`` lays them out."""
     arguments = sample.get("arguments")
     if not arguments:
         return None
     try:
         pairs = _pairs(arguments)
-        return [context for context, _option in conditional_and_domain(pairs)[1]]
+        n_options, carrier = layout.n_options([option for _context, option in pairs])
+        return [context for context, _option in layout.blocks(pairs, n_options, carrier).domain]
     except (KeyError, TypeError, ValueError, IndexError):
         return None
