@@ -3,6 +3,20 @@
 The class lives in ``lm_eval_dcpmi.core.task``; this module only re-exports its public names.
 """
 
-from lm_eval_dcpmi.core.task import METHODS, DCPMIConfigError, DCPMITask, affix, dcpmi_metric_list
+from lm_eval_dcpmi.core.task import (
+    METHODS,
+    DCPMIConfigError,
+    DCPMITask,
+    affix,
+    dcpmi_metric_list,
+    premise_version,
+)
 
-__all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list"]
+__all__ = [
+    "METHODS",
+    "DCPMIConfigError",
+    "DCPMITask",
+    "affix",
+    "dcpmi_metric_list",
+    "premise_version",
+]

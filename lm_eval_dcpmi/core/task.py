@@ -16,6 +16,7 @@ built; ``process_results`` then only combines numbers (``scoring``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -72,10 +73,13 @@ def _trailing_whitespace(text: str) -> str:
     return text[len(text.rstrip()) :]
 
 
-def premise_version(version: Any, identity: str) -> str:
-    """The task's version as results record it: the YAML's number and the digest of its
-    reference contexts (lm-eval's ``task_hashes`` see the conditional requests only)."""
-    return f"{version}+premise.{identity}"
+def premise_version(version: Any, domain_premise: str) -> str:
+    """The version results record for a task with the domain premise alone: the YAML's
+    number and the premise's digest (lm-eval's ``task_hashes`` see the conditional
+    requests only). A task with more reference contexts or content-free fields hashes
+    them all (``references.identity``)."""
+    digest = hashlib.sha256(domain_premise.encode("utf-8")).hexdigest()[:8]
+    return f"{version}+premise.{digest}"
 
 
 class DCPMITask(ConfigurableTask):
@@ -130,7 +134,7 @@ class DCPMITask(ConfigurableTask):
         super().__init__(config=config, **kwargs)
         # Results name a task by its version: an edited premise must not pass for the old.
         identity = references.identity(self.references, self.content_free_fields)
-        self.VERSION = premise_version(self.VERSION, identity)
+        self.VERSION = f"{self.VERSION}+premise.{identity}"
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
         checks.check_documents(self, counter_for_metadata(self.config.metadata))
@@ -226,7 +230,9 @@ class DCPMITask(ConfigurableTask):
                 self,
                 doc,
                 doc_id,
-                f"{what} renders only whitespace ({text!r}); a reference context needs some text.",
+                f"{what} renders "
+                + ("empty" if not text else f"only whitespace ({text!r})")
+                + "; a reference context needs some text.",
             )
         return text
 
