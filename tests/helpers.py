@@ -52,15 +52,20 @@ def load_task(task_manager, name: str):
 
 
 def request_pairs(task, n_docs: int) -> list[list[tuple[str, str]]]:
-    """(context, continuation) of every request of the task's first ``n_docs`` documents."""
+    """(context, continuation) of the conditional and reference requests of the task's first
+    ``n_docs`` documents (the carrier's content-free requests left out: tests of those
+    are in tests/test_calibration_harness.py)."""
     task.build_all_requests(limit=n_docs, rank=0, world_size=1)
     by_doc: dict[int, list] = {}
     for instance in task.instances:
         by_doc.setdefault(instance.doc_id, []).append(instance)
-    return [
-        [tuple(i.arguments[:2]) for i in sorted(by_doc[doc_id], key=lambda i: i.idx)]
-        for doc_id in sorted(by_doc)
-    ]
+    pairs = []
+    for doc_id in sorted(by_doc):
+        requests = sorted(by_doc[doc_id], key=lambda i: i.idx)
+        n_options, _carrier = task.layout.n_options([i.arguments[1] for i in requests])
+        kept = requests[: task.layout.n_requests(n_options, carrier=False)]
+        pairs.append([tuple(i.arguments[:2]) for i in kept])
+    return pairs
 
 
 # A tiny DCPMITask on in-memory documents (no data folder, no tokenizer).

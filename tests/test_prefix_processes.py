@@ -176,7 +176,11 @@ def test_rank_split_requests_score_as_unsplit(hf_lm, prefix_lm, task_manager, na
     reference = results[("hf", "unsplit")]
     assert len(reference) == len(unsplit)
     for label, answers in results.items():
-        assert answers.keys() == reference.keys(), label
+        # a task with content-free requests has one carrier per process: rank 1's first
+        # document carries a second, identical block
+        extra = answers.keys() - reference.keys()
+        assert all(key[0] == docs[1][0] for key in extra), label
+        assert answers.keys() - extra == reference.keys(), label
         for key, (want_ll, want_greedy) in reference.items():
             ll, greedy = answers[key]
             assert abs(ll - want_ll) <= TOLERANCE, (label, key, ll, want_ll)

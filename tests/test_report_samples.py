@@ -10,8 +10,8 @@ from report_helpers import STAMP, entry, md_rows, results_dict, ten_document_run
 
 from lm_eval_dcpmi import report
 from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.core.layout import conditional_and_domain
 from lm_eval_dcpmi.report import load_results, report_command
+from lm_eval_dcpmi.report.samples import task_layout
 
 METHODS = tuple(scoring.METHODS)
 
@@ -191,9 +191,12 @@ def test_real_options_export_reproduces_the_logged_metrics(lm_eval_run, tmp_path
     for task in tasks:
         for sample in lm_eval_run.samples(task):
             options = by_doc[(task, sample["doc_id"])]
-            conditional, domain = conditional_and_domain(
-                [float(r[0]) for r in sample["filtered_resps"]]
+            layout = task_layout(lm_eval_run.results["configs"][task])
+            continuations = [a["arg_1"] for a in sample["arguments"].values()]
+            blocks = layout.blocks(
+                [float(r[0]) for r in sample["filtered_resps"]], *layout.n_options(continuations)
             )
+            conditional, domain = blocks.conditional, blocks.domain
             assert [float(o["conditional_loglikelihood"]) for o in options] == conditional
             assert [float(o["domain_loglikelihood"]) for o in options] == domain
             assert all(int(o["tokens"]) >= 1 for o in options)

@@ -358,7 +358,11 @@ def test_sst5_does_not_warn_for_the_embedded_model(task_manager, embedded_counte
     assert n_tokens == [4, 4, 3, 4, 4]  # '<|endoftext|>' is one token
     # LM picks option 2 (the gold); per token, option 0 wins (-3.9 / 4 > -3.0 / 3).
     conditional = [-3.9, -9.0, -3.0, -9.0, -9.0]
-    scores = sst5.process_results(doc, [(ll, False) for ll in conditional + [-1.0] * 5])
+    for instance in sst5.instances:  # as lm-eval stores answers (CC reads the carrier's)
+        instance.resps = [(-1.0, False)]
+    # document 0 carries the 3 x 5 content-free requests after its 5 domain requests
+    results = [(ll, False) for ll in conditional + [-1.0] * 5 + [-1.0] * 15]
+    scores = sst5.process_results(doc, results)
     assert doc["gold"] == 2
     assert (scores["acc"], scores["acc_avg"]) == (1.0, 0.0)
 
