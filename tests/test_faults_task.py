@@ -4,6 +4,7 @@ file and line) and field when the task is built, never a score of the text "None
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import re
@@ -278,9 +279,11 @@ def test_fewshot_from_the_evaluation_split_warns_once(tmp_path, caplog):
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith(f"quiz_bad ({tmp_path}/quiz_bad.yaml): num_fewshot 2 ")
     assert "evaluation split" in warnings[0]
-    # what it warns of: a document's own question among its examples
-    firsts = [i for i in task.instances if i.idx == 0]
-    assert any(i.arguments[0].count(i.doc["question"]) > 1 for i in firsts)
+    # what it warns of: under lm-eval 0.4.13 a document's own question is among its
+    # examples (0.4.12's sampler leaves the document out of its own draw)
+    if importlib.metadata.version("lm-eval") != "0.4.12":
+        firsts = [i for i in task.instances if i.idx == 0]
+        assert any(i.arguments[0].count(i.doc["question"]) > 1 for i in firsts)
 
 
 def test_fewshot_from_a_split_of_its_own_does_not_warn(tmp_path, caplog):
