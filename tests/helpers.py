@@ -62,8 +62,11 @@ def request_pairs(task, n_docs: int) -> list[list[tuple[str, str]]]:
     pairs = []
     for doc_id in sorted(by_doc):
         requests = sorted(by_doc[doc_id], key=lambda i: i.idx)
-        n_options, _carrier = task.layout.n_options([i.arguments[1] for i in requests])
-        kept = requests[: task.layout.n_requests(n_options, carrier=False)]
+        layout = getattr(task, "layout", None)  # None: lm-eval's own task, its requests
+        kept = requests
+        if layout is not None:
+            n_options, _carrier = layout.n_options([i.arguments[1] for i in requests])
+            kept = requests[: layout.n_requests(n_options, carrier=False)]
         pairs.append([tuple(i.arguments[:2]) for i in kept])
     return pairs
 
