@@ -67,6 +67,11 @@ def compile_premise(
         ) from err
 
 
+def field_names(doc: Any) -> str:
+    """A document's fields, for messages that say which it has."""
+    return ", ".join(sorted(doc)) if isinstance(doc, dict) else type(doc).__name__
+
+
 def rendered(
     task: Any, what: str, render: Callable[[Any], Any], doc: Any, doc_id: int | None
 ) -> Any:
@@ -76,7 +81,7 @@ def rendered(
     except DCPMIError:
         raise
     except jinja2.UndefinedError as err:  # lm-eval's environment is StrictUndefined
-        fields = ", ".join(sorted(doc)) if isinstance(doc, dict) else type(doc).__name__
+        fields = field_names(doc)
         raise fault(
             task,
             doc,
@@ -203,7 +208,7 @@ def _check_fixed_labels(
     )
     missing = [field for field in task.content_free_fields if field not in doc]
     if missing:
-        fields = ", ".join(sorted(doc)) if isinstance(doc, dict) else type(doc).__name__
+        fields = field_names(doc)
         raise fault(
             task,
             doc,

@@ -106,17 +106,12 @@ class Layout:
         another reference context's name, ``content-free 'N/A'``) and option index, in
         request order; for messages that name them."""
         self.blocks(per_request, n_options, carrier)  # checks the count
-        names = self.block_names(carrier)
-        return [
-            (
-                name if kind != "content_free" else f"content-free {name!r}",
-                i % n_options,
-                value,
-            )
-            for (kind, name), i, value in (
-                (names[i // n_options], i, value) for i, value in enumerate(per_request)
-            )
-        ]
+        names, labels = self.block_names(carrier), []
+        for i, value in enumerate(per_request):
+            kind, name = names[i // n_options]
+            label = f"content-free {name!r}" if kind == "content_free" else name
+            labels.append((label, i % n_options, value))
+        return labels
 
 
 DEFAULT = Layout()

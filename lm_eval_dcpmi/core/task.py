@@ -191,15 +191,14 @@ class DCPMITask(ConfigurableTask):
                 # the reference context the premise's, so both score the same text; the
                 # empty context stays empty (lm-eval then conditions on its prefix token).
                 if reference:
-                    reference_request = (reference.rstrip() + _trailing_whitespace(context),)
-                    reference_request += (continuation,)
+                    pair = (reference.rstrip() + _trailing_whitespace(context), continuation)
                 else:
-                    reference_request = ("", _trailing_whitespace(context) + continuation)
+                    pair = ("", _trailing_whitespace(context) + continuation)
                 requests.append(
                     Instance(
                         request_type="loglikelihood",
                         doc=doc,
-                        arguments=(*reference_request, *request.arguments[2:]),
+                        arguments=(*pair, *request.arguments[2:]),
                         idx=len(requests),
                         **instance_kwargs,
                     )
