@@ -36,6 +36,7 @@ from lm_eval_dcpmi.command.derived_tasks import (
 )
 from lm_eval_dcpmi.command.lm_eval_options import lm_eval_argv
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard.portable import after_run, split_model_id
 
 
 class Terminated(BaseException):
@@ -67,6 +68,7 @@ def run(forwarded: Sequence[str]) -> int:
     from lm_eval_dcpmi import _autoload
 
     derived, forwarded = split_dcpmi_tasks(forwarded)
+    model_id, forwarded = split_model_id(forwarded)
     lm_eval_dcpmi_autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or no .pth
     with tempfile.TemporaryDirectory(prefix="dcpmi_run_") as scratch:
         folder = Path(scratch, "tasks")
@@ -75,7 +77,7 @@ def run(forwarded: Sequence[str]) -> int:
         with _autoload.extra_task_folders([folder] if names else []):
             argv = lm_eval_argv(forwarded, names)
             config = check_tasks(argv[1:], derived)
-            return evaluate(argv, config, Path(scratch))
+            return evaluate(argv, config, Path(scratch), model_id)
 
 
 def check_tasks(argv: Sequence[str], derived: Sequence[tuple[str, str]] = ()) -> Any:
@@ -154,8 +156,9 @@ def _close(name: str, candidates: Sequence[str]) -> str:
 # ---------------------------------------------------------------- step 2
 
 
-def evaluate(argv: Sequence[str], config: Any, scratch: Path) -> int:
-    """Step 2: lm-eval's own ``run`` command on ``argv``, then the DC-PMI table."""
+def evaluate(argv: Sequence[str], config: Any, scratch: Path, model_id: str | None = None) -> int:
+    """Step 2: lm-eval's own ``run`` command on ``argv``; the results files it wrote name
+    the model portably (``leaderboard.portable``); then the DC-PMI table."""
     from lm_eval.__main__ import cli_evaluate
 
     argv = list(argv)
@@ -173,6 +176,7 @@ def evaluate(argv: Sequence[str], config: Any, scratch: Path) -> int:
         sys.argv = saved
     written = [p for p, stamp in results_files(output).items() if before.get(p) != stamp]
     if written and int(os.environ.get("RANK", "0")) == 0:
+        after_run(written, model_id)
         print_table(max(written, key=lambda p: p.stat().st_mtime_ns))
     return 0
 

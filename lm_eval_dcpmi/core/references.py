@@ -119,21 +119,31 @@ def content_free_fields(config: Mapping[str, Any], task: str, source: str) -> tu
     return tuple(fields)
 
 
-def identity(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> str:
-    """What the task's version records of them: the domain premise alone for a task with
-    nothing else (as before reference contexts existed), else every entry."""
+def identity_sha256(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> str:
+    """The sha256 of what the task scores against: the domain premise alone for a task with
+    nothing else (as before reference contexts existed), else every entry. Results record
+    it as the task metadata's ``premise_sha256``."""
     if len(references) == 1 and not fields:
         text = references[0].template or ""
     else:
         text = repr([(r.name, r.kind, r.template) for r in references] + [("cf", fields)])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def identity(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> str:
+    """What the task's version records of them (``<version>+premise.<these 8 hex>``): the
+    first 8 hex digits of ``identity_sha256``."""
+    return identity_sha256(references, fields)[:8]
 
 
 def metadata(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> dict[str, Any]:
     """The task metadata results files record: the domain premise, and the other reference
     contexts and the content-free fields where the task has them (the report reads the
     request layout from these)."""
-    found: dict[str, Any] = {"domain_premise": references[0].template}
+    found: dict[str, Any] = {
+        "domain_premise": references[0].template,
+        "premise_sha256": identity_sha256(references, fields),
+    }
     if len(references) > 1:
         found["reference_contexts"] = {r.name: r.spec for r in references[1:]}
     if fields:

@@ -25,6 +25,7 @@ from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
+from lm_eval_dcpmi import __version__
 from lm_eval_dcpmi.core import checks, references, scoring
 from lm_eval_dcpmi.core.derive import with_base_task
 from lm_eval_dcpmi.core.documents import (
@@ -41,6 +42,7 @@ from lm_eval_dcpmi.core.tokens import (
     counter_for_metadata,
     literal_special_token_warnings,
 )
+from lm_eval_dcpmi.data.digests import task_data_files
 from lm_eval_dcpmi.data.user_json import loading_json
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
@@ -143,6 +145,13 @@ class DCPMITask(ConfigurableTask):
         # a user's JSON file the datasets library cannot read: one line naming the file
         with loading_json(self.config.task, self._source, self.config):
             super().download(dataset_kwargs, **kwargs)
+        # Which plugin and which data files made the numbers: results files show it, and
+        # `dcpmi verify` compares the files at hand with these digests.
+        self.config.metadata = {
+            **(self.config.metadata or {}),
+            "dcpmi_version": __version__,
+            "data_files": task_data_files(self.config),
+        }
 
     # ---- building requests ----------------------------------------------------------
 

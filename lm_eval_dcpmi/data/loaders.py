@@ -94,10 +94,14 @@ UPSTREAM: dict[str, tuple[str, str | None]] = {
 }
 
 
-def locate(file: str, data_dir: str | os.PathLike | None = None, *, folder: bool = False) -> Path:
+def locate(
+    file: str, data_dir: str | os.PathLike | None = None, *, folder: bool | None = False
+) -> Path:
     """Path of ``file`` (relative to the data folder), downloading it if needed; a file,
-    or with ``folder`` a folder (else ``DataError``)."""
+    or with ``folder`` a folder (else ``DataError``); ``folder=None`` takes either."""
     path = _find(file, data_dir)
+    if folder is None:
+        return path
     if folder and not path.is_dir():
         raise DataError(
             f"{path} is a file, but {file} must be a folder (of RACE's *.txt article files, "

@@ -1,0 +1,107 @@
+"""Results files that name their model portably: ``dcpmi run``'s ``--model_id`` and the
+rewrite of the files it wrote (``identity.make_portable``), and of any lm-eval results file
+(``portable_results_file``, which ``scripts/make_results.py --add`` uses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, check_hub_id, identify, make_portable
+
+MODEL_ID_OPTION = "--model_id"
+
+
+def split_model_id(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """``--model_id ORG/NAME`` (or ``--model_id=ORG/NAME``) out of ``argv``, and the rest."""
+    model_id, rest = None, []
+    args = iter(argv)
+    for arg in args:
+        if arg == MODEL_ID_OPTION:
+            model_id = next(args, None)
+            if model_id is None:
+                raise DCPMIError(f"{MODEL_ID_OPTION} needs a value: the model's hub id, ORG/NAME.")
+        elif arg.startswith(MODEL_ID_OPTION + "="):
+            model_id = arg.partition("=")[2]
+        else:
+            rest.append(arg)
+    return (None if model_id is None else check_hub_id(model_id)), rest
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A results file's JSON object; a ``DCPMIError`` naming the file otherwise."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DCPMIError(f"{path}: cannot be read ({error.strerror or error}).") from None
+    except UnicodeDecodeError:
+        raise DCPMIError(f"{path}: not an lm-eval results file (not UTF-8 text).") from None
+    except json.JSONDecodeError as error:
+        raise DCPMIError(
+            f"{path}:{error.lineno}: not an lm-eval results file (not JSON: {error.msg} at "
+            f"column {error.colno})."
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise DCPMIError(f'{path}: not an lm-eval results file (no "results" object).')
+    return data
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """``data`` as lm-eval writes a results file (indent 2, UTF-8), replacing ``path`` whole."""
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def model_args_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The model arguments a results dict records (lm-eval writes a dict or ``a=b,c=d``)."""
+    from lm_eval_dcpmi.report.results import model_args
+
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    return model_args(config)
+
+
+def portable_results(data: dict[str, Any], model_id: str | None = None) -> dict[str, Any]:
+    """``data`` with its model named portably and no path of this machine in it."""
+    args = model_args_of(data)
+    block = data.get("dcpmi") if isinstance(data.get("dcpmi"), dict) else {}
+    recorded = block.get("model")
+    if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
+        identity = ModelIdentity(**recorded)  # already portable: keep what the run found
+    else:
+        identity = identify(args, model_id)
+    folder = args.get("pretrained") if isinstance(args.get("pretrained"), str) else None
+    return make_portable(data, identity, folder)
+
+
+def portable_results_file(path: Path, model_id: str | None = None) -> ModelIdentity:
+    """Rewrite the results file ``path`` portably (numbers untouched); its identity."""
+    data = portable_results(read_json(path), model_id)
+    write_json(path, data)
+    return ModelIdentity(**data["dcpmi"]["model"])
+
+
+def after_run(written: Sequence[Path], model_id: str | None) -> None:
+    """``dcpmi run``'s last step: the results files the run wrote name the model portably;
+    a model that has no id gets one warning saying how to name it."""
+    for path in written:
+        identity = portable_results_file(path, model_id)
+        if identity.id is None:
+            print(
+                f"dcpmi: warning: {path} names the model {identity.name} ({identity.how}); "
+                f"give {MODEL_ID_OPTION} ORG/NAME (its hub id) to name it for leaderboards "
+                "(dcpmi export asks for it).",
+                file=sys.stderr,
+            )
