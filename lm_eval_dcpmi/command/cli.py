@@ -100,11 +100,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_parser = commands.add_parser(
         "report", help="tables and figures from lm-eval results files, like the paper's"
     )
+    from lm_eval_dcpmi.leaderboard import command as leaderboard
+
+    export_parser = commands.add_parser(
+        "export",
+        help="results in a leaderboard's format (Every Eval Ever, the Hub, model cards)",
+        description=leaderboard.EXPORT_DESCRIPTION,
+    )
+    verify_parser = commands.add_parser(
+        "verify",
+        help="recompute every number of results files from their logged samples",
+        description=leaderboard.VERIFY_DESCRIPTION,
+    )
     if argv[:1] == ["run"]:
         if argv[1:] in (["-h"], ["--help"]):
             print(commands.choices["run"].description)
             return 0
         return run(argv[1:])
+    if argv[:1] == ["export"]:
+        leaderboard.add_export_arguments(export_parser)
+        return leaderboard.run_export(parser.parse_args(argv))
+    if argv[:1] == ["verify"]:
+        leaderboard.add_verify_arguments(verify_parser)
+        return leaderboard.run_verify(parser.parse_args(argv))
     from lm_eval_dcpmi import report
 
     report.add_arguments(report_parser)

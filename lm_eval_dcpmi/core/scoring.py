@@ -282,11 +282,11 @@ def batch_item(conditional: Sequence[float], gold: int) -> list[float]:
     return [*renormalised(conditional), float(gold)]
 
 
-def batch_decisions(items: Sequence[Sequence[float]]) -> list[float]:
-    """Per document 1.0/0.0 under batch calibration (Zhou et al. 2024):
+def batch_picks(items: Sequence[Sequence[float]]) -> list[int | None]:
+    """Each document's option under batch calibration (Zhou et al. 2024):
     argmax_i log p(y_i|x) - log p_mean_i, where p_mean is the mean over the documents of
-    their renormalised p(y|x). A document without finite probabilities is left out of the
-    mean and counts as wrong. Every document must have the same number of options."""
+    their renormalised p(y|x); None for a document without finite probabilities (left out
+    of the mean). Every document must have the same number of options."""
     if not items:
         return []
     sizes = {len(item) for item in items}
@@ -298,13 +298,21 @@ def batch_decisions(items: Sequence[Sequence[float]]) -> list[float]:
     probabilities = [list(item[:-1]) for item in items]
     finite = [p for p in probabilities if not any(math.isnan(x) for x in p)]
     if not finite:
-        return [0.0] * len(items)
+        return [None] * len(items)
     mean = [sum(column) / len(finite) for column in zip(*finite, strict=True)]
-    decisions = []
-    for item, p in zip(items, probabilities, strict=True):
-        scores = [_log(x) - _log(m) for x, m in zip(p, mean, strict=True)]
-        decisions.append(float(_argmax(scores) == int(item[-1])))
-    return decisions
+    return [
+        _argmax([_log(x) - _log(m) for x, m in zip(p, mean, strict=True)]) for p in probabilities
+    ]
+
+
+def batch_decisions(items: Sequence[Sequence[float]]) -> list[float]:
+    """Per document 1.0/0.0 under batch calibration (``batch_picks``); a document without
+    finite probabilities counts as wrong."""
+    picks = batch_picks(items)
+    return [
+        float(pick is not None and pick == int(item[-1]))
+        for pick, item in zip(picks, items, strict=True)
+    ]
 
 
 def batch_calibrated(items: Sequence[Sequence[float]]) -> float:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,13 @@ from lm_eval_dcpmi.leaderboard.submission import (
     read_submission,
 )
 from lm_eval_dcpmi.report.results import ReportError
-from lm_eval_dcpmi.report.samples import document_options, read_samples, task_hash, task_layout
+from lm_eval_dcpmi.report.samples import (
+    DocumentOptions,
+    document_options,
+    read_samples,
+    task_hash,
+    task_layout,
+)
 
 # Two floats count as equal within this relative difference (JSON round trips, summation
 # order): far below one document's weight in any split (1/56 for CB).
@@ -161,102 +167,116 @@ def verify_submission(
     return checked, findings
 
 
-def _recompute_task(
-    submission: Submission, task: TaskEntry, counts: TokenCounts, where: str
-) -> tuple[dict[str, float], int, list[Finding]]:
-    findings: list[Finding] = []
+@dataclass
+class ScoredDocument:
+    """One logged document, decided again from its loglikelihoods."""
+
+    sample: dict[str, Any]
+    options: DocumentOptions
+    values: dict[str, float]  # accuracy metric -> 1.0/0.0 (BC decided over the task)
+    picks: dict[str, int | None]  # accuracy metric -> the option it picks
+
+
+def score_task(task: TaskEntry, counts: TokenCounts) -> tuple[list[ScoredDocument], list[Finding]]:
+    """Every logged document of ``task`` decided again (see the module's docstring); with
+    what keeps it from being recomputed, or differs from what was logged, as findings."""
     if task.samples_file is None:
-        return {}, 0, [Finding(where, "no samples file beside it; rerun with --log_samples")]
+        return [], [
+            Finding(
+                f"{task.name}", "no samples file beside the results file; rerun with --log_samples"
+            )
+        ]
     where = f"{task.samples_file} ({task.name})"
     try:
         samples = [s for s in read_samples(task.samples_file) if s.get("filter", "none") == "none"]
     except ReportError as error:
-        return {}, 0, [Finding(where, str(error))]
+        return [], [Finding(where, str(error))]
     samples.sort(key=lambda s: int(s["doc_id"]))
     if any(not s.get("filtered_resps") or not s.get("arguments") for s in samples):
-        return (
-            {},
-            0,
-            [
-                Finding(
-                    where,
-                    "the samples hold no loglikelihoods (trimmed?); verify needs the "
-                    "samples files lm-eval wrote with --log_samples",
+        return [], [
+            Finding(
+                where,
+                "the samples hold no loglikelihoods (trimmed?); this needs the "
+                "samples files lm-eval wrote with --log_samples",
+            )
+        ]
+    layout = task_layout(task.config)
+    metrics = scoring.task_metrics(layout.references, bool(layout.content_free))
+    accuracies = [m for m in metrics if m.kind == "accuracy"]
+    delimiter = task.config.get("target_delimiter", " ")
+    try:
+        documents = [document_options(s, where, layout) for s in samples]
+    except ReportError as error:
+        return [], [Finding(where, str(error))]
+    content_free = next((d.content_free for d in documents if d.content_free), None)
+    counter = counts.counter() if any(m.name == "acc_avg" for m in accuracies) else None
+    findings, scored = [], []
+    for sample, doc in zip(samples, documents, strict=True):
+        if doc.gold is None:
+            findings.append(Finding(where, f"doc {doc.doc_id}: its target names no option"))
+            continue
+        pairs = list(zip(doc.contexts, doc.options, strict=True))
+        n_tokens = [counter.split(c, o)[1] for c, o in pairs] if counter is not None else None
+        n_chars = [
+            len(o) - len(delimiter) if o.startswith(delimiter) else len(o) for o in doc.options
+        ]
+        scores = DocumentScores(doc.conditional, doc.references, n_tokens, n_chars, content_free)
+        values = scoring.accuracies(scores, doc.gold, accuracies)
+        values.pop("unranked", None)
+        picks = scoring.predictions(scores, accuracies)
+        scored.append(ScoredDocument(sample, doc, values, picks))
+    if any(m.name == "acc_bc" for m in accuracies) and scored:
+        items = [scoring.batch_item(d.options.conditional, d.options.gold) for d in scored]
+        for doc, pick in zip(scored, scoring.batch_picks(items), strict=True):
+            doc.picks["acc_bc"] = pick
+            doc.values["acc_bc"] = float(pick is not None and pick == doc.options.gold)
+    for doc in scored:
+        for metric, value in doc.values.items():
+            if metric == "acc_bc":
+                continue  # logged as the document's probabilities, decided over the task
+            logged = _number(doc.sample.get(metric))
+            if not close(value, logged):
+                findings.append(
+                    Finding(
+                        where,
+                        f"doc {doc.options.doc_id}: {metric} recomputes to {value:g} from "
+                        "the logged loglikelihoods, but the sample logs "
+                        f"{doc.sample.get(metric)!r}",
+                    )
                 )
-            ],
-        )
+    return scored, findings
+
+
+def _recompute_task(
+    submission: Submission, task: TaskEntry, counts: TokenCounts, where: str
+) -> tuple[dict[str, float], int, list[Finding]]:
+    scored, findings = score_task(task, counts)
+    if not scored:
+        return {}, 0, [Finding(where, f.what) if f.where == task.name else f for f in findings]
     recorded = submission.task_hashes.get(task.name)
-    computed = task_hash(_in_written_order(task.samples_file))
+    computed = task_hash(read_samples(task.samples_file)) if task.samples_file else None
     if recorded and computed and recorded != computed:
         findings.append(
             Finding(
                 where,
                 "lm-eval's task_hashes in the results file do not match "
-                "these samples' hashes: they are another run's (or edited)",
+                "the samples' hashes: the samples are another run's (or edited)",
             )
         )
-    layout = task_layout(task.config)
-    metrics = scoring.task_metrics(layout.references, bool(layout.content_free))
-    delimiter = task.config.get("target_delimiter", " ")
-    documents, per_doc = [], {m.name: [] for m in metrics if m.kind == "accuracy"}
-    content_free = None
-    try:
-        documents = [document_options(s, where, layout) for s in samples]
-    except ReportError as error:
-        return {}, 0, [Finding(where, str(error))]
-    for doc in documents:
-        content_free = doc.content_free or content_free
-    counter = None
-    for sample, doc in zip(samples, documents, strict=True):
-        if "acc_avg" in per_doc and counter is None:
-            counter = counts.counter()
-        n_tokens = (
-            [counter.split(ctx, opt)[1] for ctx, opt in zip(doc.contexts, doc.options, strict=True)]
-            if counter is not None
-            else None
-        )
-        n_chars = [
-            len(o) - len(delimiter) if o.startswith(delimiter) else len(o) for o in doc.options
-        ]
-        if doc.gold is None:
-            findings.append(Finding(where, f"doc {doc.doc_id}: its target names no option"))
-            continue
-        scores = DocumentScores(doc.conditional, doc.references, n_tokens, n_chars, content_free)
-        values = scoring.accuracies(scores, doc.gold, metrics)
-        for metric in per_doc:
-            if metric == "acc_bc":
-                per_doc[metric].append(scoring.batch_item(doc.conditional, doc.gold))
-                continue
-            value = values[metric]
-            per_doc[metric].append(value)
-            logged = _number(sample.get(metric))
-            if not close(value, logged):
-                findings.append(
-                    Finding(
-                        where,
-                        f"doc {doc.doc_id}: {metric} recomputes to {value:g} from the "
-                        f"logged loglikelihoods, but the sample logs {sample.get(metric)!r}",
-                    )
-                )
     means: dict[str, float] = {}
-    for metric, values in per_doc.items():
-        if metric == "acc_bc":
-            decisions = scoring.batch_decisions(values)
-            means[metric] = sum(decisions) / len(decisions) if decisions else math.nan
-            stderr = math.nan
-        else:
-            means[metric] = sum(values) / len(values) if values else math.nan
-            stderr = mean_stderr(values)
+    for metric in scored[0].values:
+        values = [d.values[metric] for d in scored]
+        means[metric] = sum(values) / len(values)
+        stderr = math.nan if metric == "acc_bc" else mean_stderr(values)
         findings += _against_results(submission, task, metric, means[metric], stderr)
-    if task.n is not None and task.n != len(documents):
+    if task.n is not None and task.n != len(scored):
         findings.append(
-            Finding(where, f"{len(documents)} documents, but the results file reports n={task.n}")
+            Finding(
+                where,
+                f"{len(scored)} documents in the samples, but the results file reports n={task.n}",
+            )
         )
-    return means, len(documents), findings
-
-
-def _in_written_order(path: Path) -> list[dict[str, Any]]:
-    return read_samples(path)
+    return means, len(scored), findings
 
 
 def _against_results(
@@ -378,6 +398,3 @@ def summary(checked: Iterable[Checked]) -> list[str]:
             shown = ", ".join(f"{m} {100 * v:.1f}" for m, v in means.items() if not math.isnan(v))
             lines.append(f"{task}: {result.documents[task]} documents recomputed ({shown})")
     return lines
-
-
-__all__ = ["Finding", "verify", "summary", "Mapping"]

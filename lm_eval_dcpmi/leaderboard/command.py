@@ -1,0 +1,155 @@
+"""``dcpmi export`` and ``dcpmi verify``: their options and what they print."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lm_eval_dcpmi.errors import DCPMIError
+
+EXPORT_DESCRIPTION = """\
+Writes lm-eval results files of DC-PMI tasks (files, or --output_path folders) in a
+leaderboard's format: eee (Every Eval Ever records, with instance-level records from a run
+with --log_samples), hf (the Hub's .eval_results/<task>.yaml) or model-index (a model card's
+front matter). Every metric is exported. Refused, naming the file: a model named by a path
+(give --model_id), a partial run (--limit, --samples; --allow-partial marks it instead), a
+plugin version or domain premise other than the installed tasks' (--allow-other-version).
+docs/leaderboards.md describes each field."""
+
+VERIFY_DESCRIPTION = """\
+Recomputes every accuracy, standard error and group mean of lm-eval results files of DC-PMI
+tasks from the loglikelihoods their samples files log (a run with --log_samples), and
+checks the task versions and premise digests against the installed tasks and the data
+files' sha256 against the files at hand (DCPMI_DATA_DIR, or --data_dir). Exit status 0:
+everything agrees; 1: a difference (each printed, naming the task and metric); 2: the files
+cannot be read."""
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    from lm_eval_dcpmi.leaderboard.export import FORMATS, HEADLINE
+
+    parser.add_argument("results", nargs="+", type=Path, help="results files or folders")
+    parser.add_argument("--format", required=True, choices=FORMATS, help="the target")
+    parser.add_argument("--out", required=True, type=Path, help="folder to write into")
+    parser.add_argument(
+        "--headline",
+        default=HEADLINE,
+        help=f"the metric a Hub entry's value is (default {HEADLINE}); the others go to notes",
+    )
+    parser.add_argument(
+        "--model_id", help="the model's hub id ORG/NAME, when the results name it by a path"
+    )
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="export a run that did not score whole splits, marked as partial",
+    )
+    parser.add_argument(
+        "--allow-other-version",
+        action="store_true",
+        help="export results of another plugin version or domain premise than "
+        "the installed tasks', marked as such",
+    )
+    parser.add_argument(
+        "--instances",
+        action="store_true",
+        help="eee: require instance-level records (refuse without samples)",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        default=[],
+        metavar="TASK=HUB_ID",
+        help="TASK=HUB_ID[:TASK_ID[:SPLIT]]: the Hub dataset of a task of your own (repeatable)",
+    )
+    parser.add_argument(
+        "--organization",
+        default="unknown",
+        help="eee: who ran the evaluation (source_organization_name)",
+    )
+    parser.add_argument(
+        "--relationship",
+        default="third_party",
+        choices=("first_party", "third_party", "collaborative", "other"),
+        help="eee: the evaluator's relation to the model (default third_party)",
+    )
+    parser.add_argument("--source_url", help="where the logs or records are published")
+    parser.add_argument(
+        "--tokenizer",
+        help="the tokenizer that counts acc_avg's tokens, when "
+        "the model is not at hand under its recorded name",
+    )
+
+
+def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="+", type=Path, help="results files or folders")
+    parser.add_argument(
+        "--data_dir",
+        help="the data folder to check the digests against "
+        "(default: $DCPMI_DATA_DIR, else the downloaded files)",
+    )
+    parser.add_argument(
+        "--tokenizer",
+        help="the tokenizer that counts acc_avg's tokens, when "
+        "the model is not at hand under its recorded name",
+    )
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from lm_eval_dcpmi.leaderboard.benchmarks import parse_dataset_option
+    from lm_eval_dcpmi.leaderboard.export import ExportOptions, export
+    from lm_eval_dcpmi.leaderboard.identity import check_hub_id
+    from lm_eval_dcpmi.leaderboard.submission import read_submission, results_files
+
+    try:
+        model_id = check_hub_id(args.model_id) if args.model_id else None
+        datasets = dict(parse_dataset_option(value) for value in args.dataset)
+        options = ExportOptions(
+            format=args.format,
+            out=args.out,
+            headline=args.headline,
+            allow_partial=args.allow_partial,
+            allow_other_version=args.allow_other_version,
+            instances=True if args.instances else None,
+            datasets=datasets,
+            organization=args.organization,
+            relationship=args.relationship,
+            source_url=args.source_url,
+            tokenizer=args.tokenizer,
+        )
+        submissions = [read_submission(p, model_id) for p in results_files(args.results)]
+        written = export(submissions, options)
+    except DCPMIError as error:
+        print(f"dcpmi export: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    partial = [s.path for s in submissions if s.partial_tasks]
+    if partial:
+        print(f"dcpmi export: marked as partial: {', '.join(map(str, partial))}", file=sys.stderr)
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from lm_eval_dcpmi.leaderboard.verify import summary, verify
+
+    try:
+        checked, findings = verify(args.results, args.tokenizer, args.data_dir)
+    except DCPMIError as error:
+        print(f"dcpmi verify: {error}", file=sys.stderr)
+        return 2
+    for line in summary(checked):
+        print(line)
+    for result in checked:
+        for note in result.notes:
+            print(f"note: {note}")
+    if findings:
+        for finding in findings:
+            print(f"dcpmi verify: {finding}", file=sys.stderr)
+        print(f"dcpmi verify: FAILED, {len(findings)} difference(s).", file=sys.stderr)
+        return 1
+    files = len(checked)
+    tasks = sum(len(c.tasks) for c in checked)
+    print(f"verified: {files} results file(s), {tasks} task(s); every number recomputes.")
+    return 0
