@@ -33,7 +33,6 @@ import json
 import math
 import os
 import re
-import shutil
 import struct
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from pathlib import Path
 
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.leaderboard.portable import portable_results, read_json, write_json
 from lm_eval_dcpmi.report import comparisons, studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
@@ -117,12 +117,18 @@ def write_reports(out: Path, root: Path = ROOT) -> list[Path]:
     return written
 
 
-def add_run(results_file: Path, set_name: str, root: Path = ROOT) -> list[Path]:
-    """Copy ``results_file`` into ``docs/results/<set_name>/`` with its samples files
-    trimmed (``KEPT``) and gzipped; returns the files written."""
+def add_run(
+    results_file: Path, set_name: str, root: Path = ROOT, model_id: str | None = None
+) -> list[Path]:
+    """Copy ``results_file`` into ``docs/results/<set_name>/``, naming its model portably
+    (``model_id``, else as ``dcpmi run`` finds it), with its samples files trimmed
+    (``KEPT``) and gzipped; returns the files written."""
     target = root / RESULTS / set_name
     target.mkdir(parents=True, exist_ok=True)
-    written = [Path(shutil.copy2(results_file, target / results_file.name))]
+    # Committed results name the model by its hub id and hold no path of this machine.
+    data = portable_results(read_json(results_file), model_id)
+    written = [target / results_file.name]
+    write_json(written[0], data)
     stamp = results_file.name.removeprefix("results_").removesuffix(".json")
     for samples in sorted(results_file.parent.glob(f"samples_*_{stamp}.jsonl")):
         out = target / (samples.name + ".gz")
@@ -389,12 +395,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
     parser.add_argument("--add", type=Path, help="a run's results file to add first (--set)")
     parser.add_argument("--set", dest="set_name", help="the folder under docs/results for --add")
+    parser.add_argument("--model_id", help="--add: the model's hub id, if its path names none")
+    parser.add_argument(
+        "--portable", action="store_true", help="rewrite the committed results files portably"
+    )
     args = parser.parse_args(argv)
     if args.add is not None:
         if not args.set_name or not args.add.is_file():
             parser.error("--add takes an existing results file, and --set the folder's name")
-        for path in add_run(args.add, args.set_name):
+        for path in add_run(args.add, args.set_name, model_id=args.model_id):
             print(f"added {path.relative_to(ROOT)}")
+    if args.portable:
+        for files in result_sets().values():
+            for path in (ROOT / f for f in files):
+                write_json(path, portable_results(read_json(path), args.model_id))
+                print(f"made portable {path.relative_to(ROOT)}")
     if args.check:
         found = problems()
         for line in found:

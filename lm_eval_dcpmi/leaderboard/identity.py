@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi import __version__, embedded, task_configs_dir
+from lm_eval_dcpmi import embedded, task_configs_dir
 from lm_eval_dcpmi.data.digests import file_sha256
 from lm_eval_dcpmi.errors import DCPMIError
 
@@ -182,10 +182,14 @@ _KEPT = ("pretty_env_info",)
 
 
 def make_portable(
-    data: Mapping[str, Any], identity: ModelIdentity, model_folder: str | None = None
+    data: Mapping[str, Any],
+    identity: ModelIdentity,
+    model_folder: str | None = None,
+    plugin_version: str | None = None,
 ) -> dict[str, Any]:
     """The results dict ``data`` naming its model by ``identity`` and holding no absolute
-    path of this machine (``model_folder``: the ``pretrained`` folder lm-eval recorded)."""
+    path of this machine (``model_folder``: the ``pretrained`` folder lm-eval recorded);
+    ``plugin_version``: the plugin that made it, when known (``dcpmi run``: this one)."""
     prefixes = _prefixes(model_folder, identity)
     result = {key: value if key in _KEPT else _walk(value, prefixes) for key, value in data.items()}
     result["model_name"] = identity.name
@@ -194,11 +198,10 @@ def make_portable(
     if isinstance(config, dict) and isinstance(config.get("model_args"), dict):
         if "pretrained" in config["model_args"]:
             config["model_args"]["pretrained"] = identity.name
-    result["dcpmi"] = {
-        **(result.get("dcpmi") or {}),
-        "plugin_version": (result.get("dcpmi") or {}).get("plugin_version", __version__),
-        "model": identity.as_dict(),
-    }
+    block = dict(result.get("dcpmi") or {})
+    if plugin_version is not None:
+        block["plugin_version"] = plugin_version
+    result["dcpmi"] = {**block, "model": identity.as_dict()}
     return result
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi import __version__
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, check_hub_id, identify, make_portable
 
@@ -73,8 +74,11 @@ def model_args_of(data: dict[str, Any]) -> dict[str, Any]:
     return model_args(config)
 
 
-def portable_results(data: dict[str, Any], model_id: str | None = None) -> dict[str, Any]:
-    """``data`` with its model named portably and no path of this machine in it."""
+def portable_results(
+    data: dict[str, Any], model_id: str | None = None, plugin_version: str | None = None
+) -> dict[str, Any]:
+    """``data`` with its model named portably and no path of this machine in it
+    (``plugin_version``: record it as the plugin that made the results)."""
     args = model_args_of(data)
     block = data.get("dcpmi") if isinstance(data.get("dcpmi"), dict) else {}
     recorded = block.get("model")
@@ -83,12 +87,14 @@ def portable_results(data: dict[str, Any], model_id: str | None = None) -> dict[
     else:
         identity = identify(args, model_id)
     folder = args.get("pretrained") if isinstance(args.get("pretrained"), str) else None
-    return make_portable(data, identity, folder)
+    return make_portable(data, identity, folder, plugin_version)
 
 
-def portable_results_file(path: Path, model_id: str | None = None) -> ModelIdentity:
+def portable_results_file(
+    path: Path, model_id: str | None = None, plugin_version: str | None = None
+) -> ModelIdentity:
     """Rewrite the results file ``path`` portably (numbers untouched); its identity."""
-    data = portable_results(read_json(path), model_id)
+    data = portable_results(read_json(path), model_id, plugin_version)
     write_json(path, data)
     return ModelIdentity(**data["dcpmi"]["model"])
 
@@ -97,7 +103,7 @@ def after_run(written: Sequence[Path], model_id: str | None) -> None:
     """``dcpmi run``'s last step: the results files the run wrote name the model portably;
     a model that has no id gets one warning saying how to name it."""
     for path in written:
-        identity = portable_results_file(path, model_id)
+        identity = portable_results_file(path, model_id, __version__)
         if identity.id is None:
             print(
                 f"dcpmi: warning: {path} names the model {identity.name} ({identity.how}); "
