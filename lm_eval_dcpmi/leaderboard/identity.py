@@ -147,7 +147,7 @@ def _prefixes(model_folder: str | None, identity: ModelIdentity) -> list[tuple[s
 
 
 # An absolute path inside a string: "/a/b..." up to a quote, space or the end.
-_ABSOLUTE = re.compile(r"(?<![\w.~/:])/(?:[^\s\"'/]+/)+[^\s\"',;)]*")
+_ABSOLUTE = re.compile(r"(?<![\w.~/:>])/(?:[^\s\"'/]+/)+[^\s\"',;)]*")
 
 
 def _other_path(match: re.Match[str]) -> str:

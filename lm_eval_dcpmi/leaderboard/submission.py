@@ -215,18 +215,19 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
 
 @dataclass(frozen=True)
 class InstalledTask:
-    version: str
+    version: str | None  # None: the YAML sets none (a base_task: variant takes its base's)
     premise_sha256: str
 
 
 @functools.cache
 def _manager() -> Any:
-    import lm_eval_dcpmi_autoload
-
-    lm_eval_dcpmi_autoload.install()
+    # The plugin's own tasks only: indexing lm-eval's thousands takes seconds, and a task
+    # from someone's --include_path is not "installed" here anyway.
     from lm_eval.tasks import TaskManager
 
-    return TaskManager()
+    from lm_eval_dcpmi import task_configs_dir
+
+    return TaskManager(include_path=str(task_configs_dir()), include_defaults=False)
 
 
 def installed_task(name: str) -> InstalledTask | None:
@@ -246,7 +247,7 @@ def installed_task(name: str) -> InstalledTask | None:
     fields = references.content_free_fields(config, name, source)
     identity = references.identity_sha256(found, fields)
     version = (config.get("metadata") or {}).get("version")
-    return InstalledTask(f"{version}+premise.{identity[:8]}", identity)
+    return InstalledTask(None if version is None else f"{version}+premise.{identity[:8]}", identity)
 
 
 def installed_differences(submission: Submission) -> Iterable[str]:
@@ -275,7 +276,7 @@ def installed_differences(submission: Submission) -> Iterable[str]:
                 f"contexts (premise_sha256 {task.premise_sha256[:8]}) than the installed task "
                 f"({here.premise_sha256[:8]})"
             )
-        elif task.version and task.version != here.version:
+        elif task.version and here.version and task.version != here.version:
             yield (
                 f"{submission.path} ({task.name}): version {task.version}, but the installed "
                 f"task is {here.version}"

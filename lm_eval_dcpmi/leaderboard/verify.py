@@ -352,7 +352,7 @@ def _provenance(
                         "premise or reference contexts were scored",
                     )
                 )
-            if task.version is not None and task.version != here.version:
+            if task.version and here.version and task.version != here.version:
                 found.append(
                     Finding(
                         where,
