@@ -79,6 +79,9 @@ to lm-eval (see `lm_eval run --help`), except:
       --tasks (alone, it replaces the default dcpmi group), so the base task can run
       beside it: dcpmi run --tasks arc_easy --dcpmi_task arc_easy="Answer:" --limit 20
       For a newline in PREMISE use the shell's quoting, e.g. $'\\nAnswer:'.
+  --model_id ORG/NAME   the model's hub id, written into the results files when the
+      model is a local folder that names none (the embedded model and hub ids need none);
+      see docs/leaderboards.md
 
 The tasks (configs, data, every document) are checked before the model loads; errors in
 data, task configs or options are printed as one line, exit status 2."""
