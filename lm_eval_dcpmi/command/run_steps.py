@@ -5,7 +5,9 @@
    load them. Loading reads the data and runs the plugin's per-document checks, so a bad
    data file, task config or document stops the run here, before any model exists. Also
    checked: every ``--dcpmi_task`` base task exists, and ``--samples`` names tasks of
-   the run and documents they have.
+   the run and documents they have. ``--quick N`` becomes ``--samples``: N documents
+   evenly spread over each task's split; a ``--limit`` prefix whose gold labels are far
+   from its split's gets a warning (``quick_look``).
 2. ``evaluate``: ``lm_eval.__main__.cli_evaluate`` on the same command line, so that every
    lm-eval option keeps its meaning; then the DC-PMI table, read from the results file
    lm-eval wrote (into the run's temporary folder when the user gave no --output_path).
@@ -18,16 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import json
 import os
 import signal
 import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.command import lm_eval_options
+from lm_eval_dcpmi.command import lm_eval_options, quick_look
 from lm_eval_dcpmi.command.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
@@ -67,6 +71,7 @@ def run(forwarded: Sequence[str]) -> int:
     from lm_eval_dcpmi import _autoload
 
     derived, forwarded = split_dcpmi_tasks(forwarded)
+    quick, forwarded = quick_look.split_quick(forwarded)
     lm_eval_dcpmi_autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or no .pth
     with tempfile.TemporaryDirectory(prefix="dcpmi_run_") as scratch:
         folder = Path(scratch, "tasks")
@@ -74,13 +79,30 @@ def run(forwarded: Sequence[str]) -> int:
         names = write_derived_tasks(derived, folder)
         with _autoload.extra_task_folders([folder] if names else []):
             argv = lm_eval_argv(forwarded, names)
-            config = check_tasks(argv[1:], derived)
-            return evaluate(argv, config, Path(scratch))
+            checked = check_tasks(argv[1:], derived, quick)
+            if quick is not None:  # lm-eval scores the spread documents as --samples
+                argv += ["--samples", json.dumps(checked.config.samples)]
+            return evaluate(argv, checked, Path(scratch))
 
 
-def check_tasks(argv: Sequence[str], derived: Sequence[tuple[str, str]] = ()) -> Any:
-    """Step 1 (see the module's docstring); returns lm-eval's ``EvaluatorConfig``."""
+@dataclass
+class CheckedRun:
+    """What step 1 found: lm-eval's ``EvaluatorConfig`` (with ``--quick``'s documents as
+    its ``samples``), ``--quick``'s N, and the tasks whose ``--limit`` prefix is not a fair
+    look (task -> why; ``quick_look.skewed_tasks``)."""
+
+    config: Any
+    quick: int | None = None
+    skewed: dict[str, str] = field(default_factory=dict)
+
+
+def check_tasks(
+    argv: Sequence[str], derived: Sequence[tuple[str, str]] = (), quick: int | None = None
+) -> CheckedRun:
+    """Step 1 (see the module's docstring)."""
     config = lm_eval_options.config(argv)
+    if quick is not None:
+        quick_look.refuse_with_limit_or_samples(quick, config.limit, config.samples)
     with lm_eval_options.quietly():
         try:
             manager = config.process_tasks(config.metadata)
@@ -92,8 +114,15 @@ def check_tasks(argv: Sequence[str], derived: Sequence[tuple[str, str]] = ()) ->
     check_base_tasks(manager.all_tasks, derived)
     with lm_eval_options.quietly():
         tasks = manager.load(config.tasks)["tasks"]
-    check_samples(config.samples, {name: len(task.eval_docs) for name, task in tasks.items()})
-    return config
+    sizes = {name: len(task.eval_docs) for name, task in tasks.items()}
+    check_samples(config.samples, sizes)
+    checked = CheckedRun(config, quick)
+    if quick is not None:
+        config.samples = quick_look.quick_samples(sizes, quick)
+    elif config.limit is not None:
+        checked.skewed = quick_look.skewed_tasks(tasks, config.limit)
+        quick_look.warn_skewed(checked.skewed, config.limit)
+    return checked
 
 
 def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str]]) -> None:
@@ -154,11 +183,12 @@ def _close(name: str, candidates: Sequence[str]) -> str:
 # ---------------------------------------------------------------- step 2
 
 
-def evaluate(argv: Sequence[str], config: Any, scratch: Path) -> int:
+def evaluate(argv: Sequence[str], checked: CheckedRun, scratch: Path) -> int:
     """Step 2: lm-eval's own ``run`` command on ``argv``, then the DC-PMI table."""
     from lm_eval.__main__ import cli_evaluate
 
     argv = list(argv)
+    config = checked.config
     output = config.output_path
     if output is None and not config.hf_hub_log_args:
         # Without --output_path lm-eval writes no results; the table needs them.
@@ -173,7 +203,7 @@ def evaluate(argv: Sequence[str], config: Any, scratch: Path) -> int:
         sys.argv = saved
     written = [p for p, stamp in results_files(output).items() if before.get(p) != stamp]
     if written and int(os.environ.get("RANK", "0")) == 0:
-        print_table(max(written, key=lambda p: p.stat().st_mtime_ns))
+        print_table(max(written, key=lambda p: p.stat().st_mtime_ns), checked)
     return 0
 
 
@@ -192,12 +222,17 @@ def results_files(output: str | None) -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in found if p.is_file()}
 
 
-def print_table(results_file: Path) -> None:
+def print_table(results_file: Path, checked: CheckedRun | None = None) -> None:
+    """The DC-PMI table of ``results_file``, marked as step 1 found the run: ``--quick``'s
+    sample, and no significance marks on a skewed ``--limit`` prefix."""
     from lm_eval_dcpmi.report import ReportError, format_run, load_results
 
     try:
         (one,) = load_results([results_file])
     except ReportError:  # the run held no DC-PMI task: lm-eval's own table says it all
         return
+    if checked is not None:
+        one.quick = checked.quick
+        one.drop_significance(checked.skewed)
     print("\nDC-PMI accuracies (%):\n")
     print(format_run(one))
