@@ -72,6 +72,11 @@ def run(forwarded: Sequence[str]) -> int:
 
     derived, forwarded = split_dcpmi_tasks(forwarded)
     quick, forwarded = quick_look.split_quick(forwarded)
+    if lm_eval_options.read(["run", *forwarded]).tasks == ["list"]:  # lm-eval's old habit
+        from lm_eval_dcpmi.command import task_list
+
+        task_list.print_listing()
+        return 0
     lm_eval_dcpmi_autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or no .pth
     with tempfile.TemporaryDirectory(prefix="dcpmi_run_") as scratch:
         folder = Path(scratch, "tasks")
@@ -106,10 +111,11 @@ def check_tasks(
     with lm_eval_options.quietly():
         try:
             manager = config.process_tasks(config.metadata)
-        except ValueError as err:  # "Tasks not found: ..."
+        except ValueError as err:  # "Tasks not found: a, b"
             raise DCPMIError(
-                f"lm-eval: {err}; `lm_eval ls tasks` lists the registered tasks, and a "
-                "folder of your own joins them with --include_path."
+                f"lm-eval: {err}.{_did_you_mean(str(err), config)} `dcpmi tasks` lists the "
+                "plugin's tasks, `lm_eval ls tasks` every registered one; a folder of your "
+                "own joins them with --include_path."
             ) from None
     check_base_tasks(manager.all_tasks, derived)
     with lm_eval_options.quietly():
@@ -123,6 +129,31 @@ def check_tasks(
         checked.skewed = quick_look.skewed_tasks(tasks, config.limit)
         quick_look.warn_skewed(checked.skewed, config.limit)
     return checked
+
+
+def _did_you_mean(message: str, config: Any) -> str:
+    """The registered names closest to each name lm-eval's "Tasks not found: a, b" names
+    (its TaskManager is indexed again: this is only the error's path)."""
+    from lm_eval.tasks import TaskManager
+
+    _, found, missing = message.partition("Tasks not found: ")
+    if not found:
+        return ""
+    with lm_eval_options.quietly():
+        manager = TaskManager(include_path=config.include_path, metadata=config.metadata or {})
+    names = [name.strip() for name in missing.split(", ") if name.strip()]
+    close = {name: _closest(name, manager.all_tasks) for name in names}
+    if len(names) == 1:
+        return f" Did you mean: {', '.join(close[names[0]])}?" if close[names[0]] else ""
+    found_any = [f"{', '.join(c)} for {name}" for name, c in close.items() if c]
+    return f" Did you mean: {'; '.join(found_any)}?" if found_any else ""
+
+
+def _closest(name: str, candidates: Sequence[str]) -> list[str]:
+    """The candidates most like ``name`` (several only on a tie), if any is close."""
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.75)
+    ratio = [difflib.SequenceMatcher(None, name, c).ratio() for c in close]
+    return [c for c, r in zip(close, ratio, strict=True) if r == max(ratio)]
 
 
 def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str]]) -> None:
