@@ -11,7 +11,7 @@ import pytest
 from helpers import load_task, run_dcpmi
 from report_helpers import entry, md_rows, results_dict, ten_document_run
 
-from lm_eval_dcpmi.command import cli, quick_look
+from lm_eval_dcpmi.command import cli, quick_look, run_steps
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import format_run, load_results, run_from_dict
 
@@ -76,6 +76,11 @@ def test_quick_sample_of_sst2_holds_both_labels(task_manager):
     assert quick_look.skewed_prefix(labels, 50) == (
         "labels of the first 50 {0: 4, 1: 46}, of all 1821 {0: 912, 1: 909}"
     )
+    assert quick_look.skewed_tasks({"dcpmi_sst2": sst2}, 20) == {
+        "dcpmi_sst2": "labels of the first 20 {1: 20}, of all 1821 {0: 912, 1: 909}"
+    }
+    half = quick_look.skewed_tasks({"dcpmi_sst2": sst2}, 0.5)  # lm-eval: ceil(1821 / 2)
+    assert half["dcpmi_sst2"].startswith("labels of the first 911 {0: 65, 1: 846}, of all")
 
 
 # ------------------------------------------------------------------ --limit's prefix
@@ -148,6 +153,18 @@ def test_an_unfair_prefix_loses_its_significance_marks(tmp_path):
         "- No best method's lead over the runner-up is significant (McNemar's exact test on "
         "the documents, p < 0.05).\n"
     )
+
+
+@pytest.mark.fast
+def test_dcpmi_runs_table_follows_what_the_checks_found(tmp_path, capsys):
+    results = ten_document_run(tmp_path)
+    unfair = {"dcpmi_cb": "labels of the first 10 {0: 10}, of all 56 {0: 23, 1: 28, 2: 5}"}
+    run_steps.print_table(results, run_steps.CheckedRun(config=None, skewed=unfair))
+    printed = capsys.readouterr().out
+    assert md_rows(printed)["dcpmi_cb"][5] == "**100.0**"  # no dagger
+    assert "- No significance marks for dcpmi_cb: --limit took" in printed
+    run_steps.print_table(results, run_steps.CheckedRun(config=None, quick=10))
+    assert "**A sample (--quick 10)**" not in capsys.readouterr().out  # 10 of 10: the split
 
 
 @pytest.mark.fast
