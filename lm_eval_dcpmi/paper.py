@@ -51,7 +51,8 @@ def _untagged(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
 _PlainLoader.add_multi_constructor("!", _untagged)
 
 
-def _load(path: Path) -> dict[str, Any]:
+def load_yaml(path: Path) -> dict[str, Any]:
+    """A task or group YAML as plain data (``!function`` names kept as strings)."""
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_PlainLoader)
     except (OSError, yaml.YAMLError) as error:
@@ -65,7 +66,7 @@ def _task_kinds(folder: Path) -> dict[str, str]:
     """``task -> kind`` for every task YAML under ``folder`` tagged with a ``KINDS`` tag."""
     kinds: dict[str, str] = {}
     for path in sorted(folder.rglob("*.yaml")):
-        data = _load(path)
+        data = load_yaml(path)
         tags = data.get("tag") or []
         tags = [tags] if isinstance(tags, str) else tags
         found = [KINDS[tag] for tag in tags if tag in KINDS]
@@ -77,7 +78,7 @@ def _task_kinds(folder: Path) -> dict[str, str]:
 @functools.lru_cache(maxsize=1)
 def _paper_tasks(folder: Path) -> tuple[tuple[str, str], ...]:
     group_file = folder / f"{PAPER_GROUP}.yaml"
-    order = _load(group_file).get("task")
+    order = load_yaml(group_file).get("task")
     if not isinstance(order, list) or not all(isinstance(t, str) for t in order):
         raise DCPMIConfigError(f"{group_file}: 'task' must be a list of task names")
     kinds = _task_kinds(folder)

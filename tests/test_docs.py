@@ -144,7 +144,9 @@ def test_readme_opens_with_the_two_commands_and_stays_short():
     ]
     for script in ("demo.sh", "test.sh"):
         assert (ROOT / "scripts" / script).stat().st_mode & 0o111
-    assert 'dcpmi" run --tasks dcpmi_copa "$@"' in (ROOT / "scripts" / "demo.sh").read_text()
+    demo = (ROOT / "scripts" / "demo.sh").read_text()
+    assert 'dcpmi" run --tasks dcpmi_copa --log_samples --output_path out/demo "$@"' in demo
+    assert "next: $venv/bin/dcpmi report out/demo/ --out report/" in demo
     assert "OLDEST_LM_EVAL=0.4.12" in (ROOT / "scripts" / "test.sh").read_text()
     assert len(readme.splitlines()) <= 260
 
@@ -203,3 +205,29 @@ def test_a_suite_scored_in_parts_is_one_table(tmp_path):
     assert "| 30.0 | 40.0 | 45.0 | 40.0 | 60.0 |" in mean  # Unc LM Avg Char DC-PMI
     assert "scored in 2 runs" in body and "results_2026-12-01T10-00-00.json" in body
     assert "![" not in body  # figures are per results file
+
+
+def test_readme_run_section_starts_offline_in_the_venv_with_the_data():
+    """A newcomer's Run block: the venv and the data first, `dcpmi tasks`, an offline run
+    before any line that needs the network, and every such line marked."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    run = readme.split("## Run\n", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = run.splitlines()
+    assert lines[0].startswith(". .venv/bin/activate ")
+    assert lines[1].startswith("export DCPMI_DATA_DIR=../shared/data ")
+    assert lines[2].startswith("dcpmi tasks ")
+    assert lines[3].startswith("dcpmi run --tasks dcpmi_copa --quick 50  # offline")
+    network = [i for i, line in enumerate(lines) if "pretrained=gpt2" in line]
+    assert network and min(network) > 3
+    assert all("# network" in lines[i] for i in network)
+    assert "default:\nexport `DCPMI_DATA_DIR` for `dcpmi run` and `lm_eval`." in readme
+
+
+def test_readme_quick_look_quotes_the_full_splits_sst2_row():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    full = block(readme, "full")
+    sst2 = next(line for line in full.splitlines() if line.startswith("| dcpmi_sst2 |"))
+    cells = [cell.strip("* ") for cell in sst2.strip("|").split("|")]
+    lm, dcpmi = cells[3], cells[6]
+    assert (lm, dcpmi) == ("61.3", "57.6")
+    assert f"the full split's {lm} and\n{dcpmi} lie inside" in readme

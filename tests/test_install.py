@@ -80,7 +80,8 @@ def dry_run(*pip_args: str) -> dict[str, dict]:
 def test_setup_script_installs_exactly_the_requirement_files():
     """The dry runs below check these two files; a pip line added to setup.sh must come here."""
     lines = SETUP_SCRIPT.read_text().splitlines()
-    assert [line for line in lines if "install" in line and not line.startswith("#")] == [
+    pip_lines = [line for line in lines if not line.lstrip().startswith(("#", "echo"))]
+    assert [line for line in pip_lines if "install" in line] == [
         'install=("$venv/bin/python" -m pip install --quiet)',
         '"${install[@]}" --upgrade pip',
         f'"${{install[@]}}" -r {SETUP_REQUIREMENTS} "${{lm_eval[@]}}"',

@@ -16,7 +16,8 @@ model exists, then ``cli_evaluate`` runs the very same command line (``lm_eval_o
 adds the defaults to it).
 
 ``dcpmi report RESULTS...`` turns lm-eval results files into paper-style tables
-and figures (see ``report/``).
+and figures (see ``report/``). ``dcpmi tasks`` lists the plugin's groups, tags and tasks
+(``task_list``; ``dcpmi run --tasks list`` too).
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ def run(forwarded: Sequence[str]) -> int:
         return 2
 
 
+def tasks(argv: Sequence[str]) -> int:
+    """``dcpmi tasks [--all]``: the plugin's groups, tags and tasks, one line each."""
+    from lm_eval_dcpmi.command import task_list
+
+    return task_list.main(argv)
+
+
 RUN_DESCRIPTION = """\
 Runs `lm_eval run` with the plugin's tasks registered. Defaults: --model hf; for hf or
 hf-prefix, --model_args of the embedded SmolLM2-135M; --tasks: those --samples names,
@@ -82,6 +90,10 @@ to lm-eval (see `lm_eval run --help`), except:
   --model_id ORG/NAME   the model's hub id, written into the results files when the
       model is a local folder that names none (the embedded model and hub ids need none);
       see docs/leaderboards.md
+  --quick N   score N documents of each task, evenly spread over its evaluation split:
+      a fair quick look (--limit N takes the first N, and some files are ordered by
+      label). Not with --limit or --samples.
+  --tasks list   list the plugin's groups, tags and tasks (as `dcpmi tasks`).
 
 The tasks (configs, data, every document) are checked before the model loads; errors in
 data, task configs or options are printed as one line, exit status 2."""
@@ -103,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     report_parser = commands.add_parser(
         "report", help="tables and figures from lm-eval results files, like the paper's"
     )
+    commands.add_parser("tasks", help="the plugin's groups, tags and tasks, one line each")
+    if argv[:1] == ["tasks"]:
+        return tasks(argv[1:])
     from lm_eval_dcpmi.leaderboard import command as leaderboard
 
     export_parser = commands.add_parser(

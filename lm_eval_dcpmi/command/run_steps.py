@@ -5,7 +5,9 @@
    load them. Loading reads the data and runs the plugin's per-document checks, so a bad
    data file, task config or document stops the run here, before any model exists. Also
    checked: every ``--dcpmi_task`` base task exists, and ``--samples`` names tasks of
-   the run and documents they have.
+   the run and documents they have. ``--quick N`` becomes ``--samples``: N documents
+   evenly spread over each task's split; a ``--limit`` prefix whose gold labels are far
+   from its split's gets a warning (``quick_look``).
 2. ``evaluate``: ``lm_eval.__main__.cli_evaluate`` on the same command line, so that every
    lm-eval option keeps its meaning; then the DC-PMI table, read from the results file
    lm-eval wrote (into the run's temporary folder when the user gave no --output_path).
@@ -18,16 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import json
 import os
 import signal
 import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.command import lm_eval_options
+from lm_eval_dcpmi.command import lm_eval_options, quick_look
 from lm_eval_dcpmi.command.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
@@ -69,6 +73,12 @@ def run(forwarded: Sequence[str]) -> int:
 
     derived, forwarded = split_dcpmi_tasks(forwarded)
     model_id, forwarded = split_model_id(forwarded)
+    quick, forwarded = quick_look.split_quick(forwarded)
+    if lm_eval_options.read(["run", *forwarded]).tasks == ["list"]:  # lm-eval's old habit
+        from lm_eval_dcpmi.command import task_list
+
+        task_list.print_listing()
+        return 0
     lm_eval_dcpmi_autoload.install()  # also when LM_EVAL_DCPMI_AUTOLOAD=0 or no .pth
     with tempfile.TemporaryDirectory(prefix="dcpmi_run_") as scratch:
         folder = Path(scratch, "tasks")
@@ -76,26 +86,76 @@ def run(forwarded: Sequence[str]) -> int:
         names = write_derived_tasks(derived, folder)
         with _autoload.extra_task_folders([folder] if names else []):
             argv = lm_eval_argv(forwarded, names)
-            config = check_tasks(argv[1:], derived)
-            return evaluate(argv, config, Path(scratch), model_id)
+            checked = check_tasks(argv[1:], derived, quick)
+            if quick is not None:  # lm-eval scores the spread documents as --samples
+                argv += ["--samples", json.dumps(checked.config.samples)]
+            return evaluate(argv, checked, Path(scratch), model_id)
 
 
-def check_tasks(argv: Sequence[str], derived: Sequence[tuple[str, str]] = ()) -> Any:
-    """Step 1 (see the module's docstring); returns lm-eval's ``EvaluatorConfig``."""
+@dataclass
+class CheckedRun:
+    """What step 1 found: lm-eval's ``EvaluatorConfig`` (with ``--quick``'s documents as
+    its ``samples``), ``--quick``'s N, and the tasks whose ``--limit`` prefix is not a fair
+    look (task -> why; ``quick_look.skewed_tasks``)."""
+
+    config: Any
+    quick: int | None = None
+    skewed: dict[str, str] = field(default_factory=dict)
+
+
+def check_tasks(
+    argv: Sequence[str], derived: Sequence[tuple[str, str]] = (), quick: int | None = None
+) -> CheckedRun:
+    """Step 1 (see the module's docstring)."""
     config = lm_eval_options.config(argv)
+    if quick is not None:
+        quick_look.refuse_with_limit_or_samples(quick, config.limit, config.samples)
     with lm_eval_options.quietly():
         try:
             manager = config.process_tasks(config.metadata)
-        except ValueError as err:  # "Tasks not found: ..."
+        except ValueError as err:  # "Tasks not found: a, b"
             raise DCPMIError(
-                f"lm-eval: {err}; `lm_eval ls tasks` lists the registered tasks, and a "
-                "folder of your own joins them with --include_path."
+                f"lm-eval: {err}.{_did_you_mean(str(err), config)} `dcpmi tasks` lists the "
+                "plugin's tasks, `lm_eval ls tasks` every registered one; a folder of your "
+                "own joins them with --include_path."
             ) from None
     check_base_tasks(manager.all_tasks, derived)
     with lm_eval_options.quietly():
         tasks = manager.load(config.tasks)["tasks"]
-    check_samples(config.samples, {name: len(task.eval_docs) for name, task in tasks.items()})
-    return config
+    sizes = {name: len(task.eval_docs) for name, task in tasks.items()}
+    check_samples(config.samples, sizes)
+    checked = CheckedRun(config, quick)
+    if quick is not None:
+        config.samples = quick_look.quick_samples(sizes, quick)
+    elif config.limit is not None:
+        checked.skewed = quick_look.skewed_tasks(tasks, config.limit)
+        quick_look.warn_skewed(checked.skewed, config.limit)
+    return checked
+
+
+def _did_you_mean(message: str, config: Any) -> str:
+    """The registered names closest to each name lm-eval's "Tasks not found: a, b" names
+    (its TaskManager is indexed again: this is only the error's path)."""
+    from lm_eval.tasks import TaskManager
+
+    _, found, missing = message.partition("Tasks not found: ")
+    if not found:
+        return ""
+    with lm_eval_options.quietly():
+        manager = TaskManager(include_path=config.include_path, metadata=config.metadata or {})
+    names = [name.strip() for name in missing.split(", ") if name.strip()]
+    close = {name: _closest(name, manager.all_tasks) for name in names}
+    if len(names) == 1:
+        return f" Did you mean: {', '.join(close[names[0]])}?" if close[names[0]] else ""
+    found_any = [f"{', '.join(c)} for {name}" for name, c in close.items() if c]
+    return f" Did you mean: {'; '.join(found_any)}?" if found_any else ""
+
+
+def _closest(name: str, candidates: Sequence[str]) -> list[str]:
+    """The candidates most like ``name`` (several only on a tie), if any is close."""
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.75)
+    ratio = [difflib.SequenceMatcher(None, name, c).ratio() for c in close]
+    return [c for c, r in zip(close, ratio, strict=True) if r == max(ratio)]
 
 
 def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str]]) -> None:
@@ -156,12 +216,15 @@ def _close(name: str, candidates: Sequence[str]) -> str:
 # ---------------------------------------------------------------- step 2
 
 
-def evaluate(argv: Sequence[str], config: Any, scratch: Path, model_id: str | None = None) -> int:
+def evaluate(
+    argv: Sequence[str], checked: CheckedRun, scratch: Path, model_id: str | None = None
+) -> int:
     """Step 2: lm-eval's own ``run`` command on ``argv``; the results files it wrote name
     the model portably (``leaderboard.portable``); then the DC-PMI table."""
     from lm_eval.__main__ import cli_evaluate
 
     argv = list(argv)
+    config = checked.config
     output = config.output_path
     if output is None and not config.hf_hub_log_args:
         # Without --output_path lm-eval writes no results; the table needs them.
@@ -177,7 +240,7 @@ def evaluate(argv: Sequence[str], config: Any, scratch: Path, model_id: str | No
     written = [p for p, stamp in results_files(output).items() if before.get(p) != stamp]
     if written and int(os.environ.get("RANK", "0")) == 0:
         after_run(written, model_id)
-        print_table(max(written, key=lambda p: p.stat().st_mtime_ns))
+        print_table(max(written, key=lambda p: p.stat().st_mtime_ns), checked)
     return 0
 
 
@@ -196,12 +259,17 @@ def results_files(output: str | None) -> dict[Path, int]:
     return {p: p.stat().st_mtime_ns for p in found if p.is_file()}
 
 
-def print_table(results_file: Path) -> None:
+def print_table(results_file: Path, checked: CheckedRun | None = None) -> None:
+    """The DC-PMI table of ``results_file``, marked as step 1 found the run: ``--quick``'s
+    sample, and no significance marks on a skewed ``--limit`` prefix."""
     from lm_eval_dcpmi.report import ReportError, format_run, load_results
 
     try:
         (one,) = load_results([results_file])
     except ReportError:  # the run held no DC-PMI task: lm-eval's own table says it all
         return
+    if checked is not None:
+        one.quick = checked.quick
+        one.drop_significance(checked.skewed)
     print("\nDC-PMI accuracies (%):\n")
     print(format_run(one))

@@ -97,6 +97,19 @@ class RunResults:
     # The model's name before ``loading`` made run names unique ("[<date>]" appended):
     # the summary pools the runs of one model under it.
     model_name: str = ""
+    # How `dcpmi run` chose the documents, which a results file does not record: --quick's
+    # N per task, evenly spread over each split; and the tasks whose --limit prefix has gold
+    # labels far from the split's (task -> why), shown without significance marks.
+    quick: int | None = None
+    unfair_prefix: dict[str, str] = field(default_factory=dict)
+
+    def drop_significance(self, unfair: Mapping[str, str]) -> None:
+        """Leave out intervals and tests (the per-document results) of the ``unfair``
+        tasks (task -> why): their documents are no fair sample of the split."""
+        self.unfair_prefix.update(unfair)
+        for row in self.rows:
+            if row.task in unfair:
+                row.per_doc = None
 
     @property
     def main_rows(self) -> list[TaskRow]:

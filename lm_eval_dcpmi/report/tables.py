@@ -50,6 +50,12 @@ def _partial_note(run: RunResults) -> str:
     detail = ", ".join(f"{r.task} {r.n} of {r.n_total}" for r in limited[:4])
     if len(limited) > 4:
         detail += f", and {len(limited) - 4} more"
+    if run.quick is not None:
+        return (
+            f"**A sample (--quick {run.quick})**: {run.quick} documents of each task, evenly "
+            f"spread over its evaluation split ({detail}): an estimate of the full split's "
+            "accuracies, not the full split's."
+        )
     # Without a recorded limit the documents were picked another way (--samples, or a
     # --limit lm-eval did not record): name both.
     flag = f"--limit {limit_text(run.limit)}" if run.limit is not None else "--limit or --samples"
@@ -60,13 +66,31 @@ def _partial_note(run: RunResults) -> str:
     )
 
 
-def _significance_note(run: RunResults) -> str:
+def _unfair_prefix_note(run: RunResults) -> str:
+    detail = "; ".join(f"{task}: {why}" for task, why in run.unfair_prefix.items())
+    return (
+        f"No significance marks for {', '.join(run.unfair_prefix)}: --limit took each task's "
+        f"first documents, whose gold labels are far from the split's ({detail}). `dcpmi "
+        "run --quick N` scores N documents evenly spread over each split."
+    )
+
+
+def _significance_note(run: RunResults, intervals_follow: bool) -> str | None:
+    """What the marks of the table above mean: the dagger's note only when a dagger is
+    printed; "95% intervals below" only when they follow."""
     if run.has_samples:
-        return (
+        daggers = any(DAGGER in cell for row in run.main_rows for cell in marked_cells(row))
+        text = (
             f"{DAGGER}: the best method's lead over the runner-up is significant (McNemar's "
             "exact test on the documents, p < 0.05); a bold value without it is not, or is "
-            "a tie. 95% intervals below."
+            "a tie."
+            if daggers
+            else "No best method's lead over the runner-up is significant (McNemar's exact "
+            "test on the documents, p < 0.05)."
         )
+        return text + (" 95% intervals below." if intervals_follow else "")
+    if run.unfair_prefix:  # their samples were set aside, not missing
+        return None
     return (
         "Intervals and significance need the per-document samples: `dcpmi report` adds "
         "them for a run made with `--log_samples` (given its --output_path, where the "
@@ -74,9 +98,10 @@ def _significance_note(run: RunResults) -> str:
     )
 
 
-def notes(run: RunResults) -> list[str]:
-    """The notes under a run's table: partial run, missing values, truncation, few-shot,
-    significance."""
+def notes(run: RunResults, *, intervals_follow: bool = False) -> list[str]:
+    """The notes under a run's table, only those that apply to it: partial run or sample,
+    missing values, truncation, few-shot, prefixes whose labels are no fair look,
+    significance (``intervals_follow``: the section goes on with the 95% intervals)."""
     found: list[str] = [_partial_note(run)] if run.limited else []
     if any(math.isnan(r.scores.get("acc_avg", 0.0)) for r in run.rows):
         found.append(
@@ -99,7 +124,11 @@ def notes(run: RunResults) -> list[str]:
     shots = {t: k for t, k in run.n_shot.items() if k not in (0, None, "0")}
     if shots:
         found.append("Few-shot: " + ", ".join(f"{t} {k}-shot" for t, k in shots.items()) + ".")
-    found.append(_significance_note(run))
+    if run.unfair_prefix:
+        found.append(_unfair_prefix_note(run))
+    significance = _significance_note(run, intervals_follow)
+    if significance is not None:
+        found.append(significance)
     return found
 
 
@@ -114,7 +143,7 @@ def run_section(run: RunResults, *, with_intervals: bool = True) -> str:
         section.append(f"Source: `{run.source}`\n")
     if run.main_rows:
         section.append(markdown_table(run))
-    section.append(_bullets(notes(run)))
+    section.append(_bullets(notes(run, intervals_follow=with_intervals and run.has_samples)))
     section += [studies.study_markdown(study) for study in run.studies]
     section += [text for text in comparisons.markdown(run) if text]
     if with_intervals and run.has_samples:
