@@ -22,6 +22,16 @@ class DataError(DCPMIError):
 TRACEBACK_ENV = "LM_EVAL_DCPMI_TRACEBACK"
 
 
+def one_line(message: str) -> str:
+    """``message`` on one line: its lines joined by a space, each line's text kept as it
+    is (runs of spaces too: the strings a message shows are ``repr``s, whose spaces count).
+
+    >>> one_line("the premise '   ' is blank:\\n  fix it")
+    "the premise '   ' is blank: fix it"
+    """
+    return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
 def install_excepthook() -> None:
     """Make an uncaught ``DCPMIError`` end the program with its message alone.
 
@@ -39,7 +49,8 @@ def install_excepthook() -> None:
     def excepthook(kind, value, traceback):  # type: ignore[no-untyped-def]
         if isinstance(value, DCPMIError) and os.environ.get(TRACEBACK_ENV, "0") == "0":
             print(
-                f"\nlm-eval-dcpmi: error: {value}\n(set {TRACEBACK_ENV}=1 for the traceback)",
+                f"\nlm-eval-dcpmi: error: {one_line(str(value))}\n"
+                f"(set {TRACEBACK_ENV}=1 for the traceback)",
                 file=sys.stderr,
             )
             return
