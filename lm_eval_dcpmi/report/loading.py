@@ -48,8 +48,8 @@ def read_results_file(path: Path) -> RunResults:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ReportError(
-            f"{path}:{error.lineno}: not an lm-eval results file (not JSON: {error.msg} at "
-            f"column {error.colno})"
+            f"{path}:{error.lineno}: not an lm-eval results file (not JSON at column "
+            f"{error.colno}: {error.msg})"
         ) from None
     run = run_from_dict(data, path, samples={})
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])

@@ -63,7 +63,7 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
             sample = json.loads(line)
         except json.JSONDecodeError as error:
             raise ReportError(
-                f"{path}:{number_}: not a JSON line ({error.msg} at column {error.colno})"
+                f"{path}:{number_}: not a JSON line (at column {error.colno}: {error.msg})"
             ) from None
         if not isinstance(sample, dict) or "doc_id" not in sample:
             raise ReportError(f"{path}:{number_}: not an lm-eval sample (no doc_id)")
