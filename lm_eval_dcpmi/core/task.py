@@ -257,7 +257,7 @@ class DCPMITask(ConfigurableTask):
     def content_free_context(self, doc: dict, text: str) -> str:
         """The task's own prompt, few-shot examples and chat template included, with
         ``text`` in every content-free field of ``doc`` (contextual calibration)."""
-        content_free_doc = {**doc, **dict.fromkeys(self.content_free_fields, text)}
+        content_free_doc = checks.content_free_doc(self, doc, text)
         options = self._build_options
         # the sampler's draw for the content-free prompt must not shift the documents' own
         with references.same_fewshot_draws(self):
