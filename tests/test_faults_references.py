@@ -134,3 +134,31 @@ def test_reference_contexts_that_map_nothing_are_refused(tmp_path, value, shown)
 def test_reference_contexts_with_one_name_each_load(tmp_path):
     write_task(tmp_path, "reference_contexts:\n  terse: 'A:'\n  empty: {kind: empty}\n")
     assert [r.name for r in load(tmp_path).references] == ["domain", "terse", "empty"]
+
+
+# ---- 17: batch calibration on few documents
+
+
+@pytest.mark.parametrize(
+    ("limit", "warning"),
+    [
+        (
+            "1",
+            "quiz_ref: acc_bc rests on 1 document: dividing by its own probabilities leaves "
+            "every option the same score, so BC picks option 0 (the tie rule). Evaluate 20 "
+            "documents or more for a meaningful acc_bc.",
+        ),
+        (
+            "3",
+            "quiz_ref: acc_bc rests on 3 documents, fewer than 20: its prior, their mean "
+            "probabilities, is mostly their own noise. Evaluate more documents for a "
+            "meaningful acc_bc.",
+        ),
+    ],
+)
+def test_acc_bc_on_few_documents_warns(tmp_path, caplog, limit, warning):
+    write_task(tmp_path, "content_free_fields: [question, hint]\n")
+    argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks", "quiz_ref"]
+    with caplog.at_level(logging.WARNING):
+        assert cli.main([*argv, "--limit", limit]) == 0
+    assert [r.getMessage() for r in caplog.records if "acc_bc rests" in r.getMessage()] == [warning]

@@ -46,6 +46,10 @@ from lm_eval_dcpmi.errors import DCPMIConfigError
 
 log = logging.getLogger(__name__)
 
+# Batch calibration's prior is a mean over the evaluated documents: on fewer than this
+# many it is mostly the documents' own noise (on one, every option's score is 0).
+BC_MIN_DOCUMENTS = 20
+
 
 def affix(value: str, before: str = "", after: str = "") -> str:
     """Jinja filter: ``options | map('affix', ' "', '"') | list`` wraps every option."""
@@ -354,6 +358,34 @@ class DCPMITask(ConfigurableTask):
         return counter
 
     # ---- scoring --------------------------------------------------------------------
+
+    def aggregation(self) -> dict:
+        found = dict(super().aggregation())
+        if "acc_bc" in found:
+            found["acc_bc"] = self._batch_calibrated
+        return found
+
+    def _batch_calibrated(self, items: list) -> float:
+        """``acc_bc`` over every process's documents, with a warning when they are few."""
+        n = len(items)
+        if n == 1:
+            log.warning(
+                "%s: acc_bc rests on 1 document: dividing by its own probabilities leaves "
+                "every option the same score, so BC picks option 0 (the tie rule). Evaluate "
+                "%d documents or more for a meaningful acc_bc.",
+                self.config.task,
+                BC_MIN_DOCUMENTS,
+            )
+        elif 0 < n < BC_MIN_DOCUMENTS:
+            log.warning(
+                "%s: acc_bc rests on %d documents, fewer than %d: its prior, their mean "
+                "probabilities, is mostly their own noise. Evaluate more documents for a "
+                "meaningful acc_bc.",
+                self.config.task,
+                n,
+                BC_MIN_DOCUMENTS,
+            )
+        return scoring.batch_calibrated(items)
 
     def override_metric(self, metric_name: str) -> None:
         """lm-eval's ``--predict_only`` calls ``override_metric("bypass")``: from then on the
