@@ -171,6 +171,26 @@ def task_hash(samples: Sequence[Mapping[str, Any]]) -> str | None:
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()
 
 
+def digest_mismatch(sample: Mapping[str, Any]) -> str | None:
+    """Which per-document digest of an lm-eval sample is not that of what the line logs:
+    ``doc_hash`` of its ``doc``, ``prompt_hash`` of its first request's context, as lm-eval
+    computes them (lm_eval/evaluator.py); None when both match or the line lacks them."""
+    doc_hash, doc = sample.get("doc_hash"), sample.get("doc")
+    if isinstance(doc_hash, str) and doc is not None:
+        text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != doc_hash:
+            return "doc_hash"
+    prompt_hash, arguments = sample.get("prompt_hash"), sample.get("arguments")
+    if isinstance(prompt_hash, str) and arguments:
+        try:
+            context = _pairs(arguments)[0][0]
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        if hashlib.sha256(str(context).encode("utf-8")).hexdigest() != prompt_hash:
+            return "prompt_hash"
+    return None
+
+
 def domain_contexts(sample: Mapping[str, Any], layout: Layout = DEFAULT) -> list[str] | None:
     """The contexts of a DC-PMI sample's domain requests; None when the sample does not
     carry its requests (trimmed) or they are not laid out as ``layout`` lays them out."""
