@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import DCPMI, QUIZ_TEST, write_quiz
 
 from lm_eval_dcpmi.command import cli, option_checks, run_steps, saving
@@ -364,3 +365,49 @@ def test_folder_problem(tmp_path):
         == f"{tmp_path / 'link'} is a link to nothing"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "link"]  # nothing left
+
+
+# ------------------------------------------------------------------ --dcpmi_task offline
+
+
+def test_base_task_data_not_available_offline_is_one_line(capsys, tmp_path):
+    # A task of the user's whose data is a Hub dataset this machine never downloaded (the
+    # tests run with HF_HUB_OFFLINE=1 and HF_DATASETS_OFFLINE=1).
+    folder = write_quiz(tmp_path / "tasks", by_name=False)
+    config = yaml.safe_load((folder / "quiz.yaml").read_text())
+    config.pop("dataset_kwargs")
+    config["dataset_path"] = "lm-eval-dcpmi-tests/no-such-dataset"
+    (folder / "quiz.yaml").write_text(yaml.safe_dump(config))
+    status, _out, err = run_in_process(
+        capsys, "--model", "dummy", "--include_path", str(folder), "--dcpmi_task", "quiz=A:"
+    )
+    line = error_line(status, err)
+    assert line.startswith(
+        "dcpmi: task quiz_dcpmi (dcpmi run --dcpmi_task 'quiz=A:', the DC-PMI variant of quiz "
+        f"({folder / 'quiz.yaml'})): its dataset 'lm-eval-dcpmi-tests/no-such-dataset' could "
+        "not be loaded ("
+    )
+    assert line.endswith(
+        "It is not in the local Hugging Face datasets cache and cannot be downloaded "
+        "(HF_HUB_OFFLINE=1, HF_DATASETS_OFFLINE=1: offline mode). Download it once with "
+        "network access (it then stays in the cache, where offline mode finds it), or point "
+        "the task at a local copy (dataset_path and dataset_kwargs: data_files in its YAML)."
+    )
+
+
+def test_dcpmi_task_results_name_the_option_not_the_temporary_yaml(tmp_path):
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi.command import derived_tasks
+
+    folder = write_quiz(tmp_path / "tasks", by_name=False)
+    variants = tmp_path / "variants"
+    variants.mkdir()
+    assert derived_tasks.write_derived_tasks([("quiz", "A:")], variants) == ["quiz_dcpmi"]
+    manager = TaskManager(include_path=[str(folder), str(variants)], include_defaults=False)
+    task = manager.load(["quiz_dcpmi"])["tasks"]["quiz_dcpmi"]
+    metadata = task.dump_config()["metadata"]
+    assert metadata["config_source"] == (
+        f"dcpmi run --dcpmi_task 'quiz=A:', the DC-PMI variant of quiz ({folder / 'quiz.yaml'})"
+    )
+    assert metadata["dcpmi_task"] == "quiz=A:"

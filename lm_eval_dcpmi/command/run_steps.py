@@ -39,7 +39,7 @@ from lm_eval_dcpmi.command.derived_tasks import (
     write_derived_tasks,
 )
 from lm_eval_dcpmi.command.lm_eval_options import lm_eval_argv
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
 
 
 class Terminated(BaseException):
@@ -96,7 +96,13 @@ def check_tasks(argv: Sequence[str], derived: Sequence[tuple[str, str]] = ()) ->
             ) from None
     check_base_tasks(manager.all_tasks, derived)
     with lm_eval_options.quietly():
-        tasks = manager.load(config.tasks)["tasks"]
+        try:
+            tasks = manager.load(config.tasks)["tasks"]
+        except offline_errors() as err:  # lm-eval's own task: its Hub dataset
+            raise DCPMIError(
+                f"lm-eval could not load a task's dataset ({type(err).__name__}: {err}). "
+                + offline_fix()
+            ) from None
     check_samples(config.samples, {name: len(task.eval_docs) for name, task in tasks.items()})
     return config
 

@@ -42,7 +42,7 @@ from lm_eval_dcpmi.core.tokens import (
     literal_special_token_warnings,
 )
 from lm_eval_dcpmi.data.user_json import loading_json
-from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
 
 log = logging.getLogger(__name__)
 
@@ -145,8 +145,15 @@ class DCPMITask(ConfigurableTask):
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         # a user's JSON file the datasets library cannot read: one line naming the file
-        with loading_json(self.config.task, self._source, self.config):
-            super().download(dataset_kwargs, **kwargs)
+        try:
+            with loading_json(self.config.task, self._source, self.config):
+                super().download(dataset_kwargs, **kwargs)
+        except offline_errors() as err:  # a Hub dataset, neither cached nor reachable
+            raise DataError(
+                f"task {self.config.task} ({self._source}): its dataset "
+                f"{self.config.dataset_path!r} could not be loaded ({type(err).__name__}: "
+                f"{err}). {offline_fix()}"
+            ) from None
 
     # ---- building requests ----------------------------------------------------------
 
