@@ -411,3 +411,34 @@ def test_dcpmi_task_results_name_the_option_not_the_temporary_yaml(tmp_path):
         f"dcpmi run --dcpmi_task 'quiz=A:', the DC-PMI variant of quiz ({folder / 'quiz.yaml'})"
     )
     assert metadata["dcpmi_task"] == "quiz=A:"
+
+
+# ------------------------------------------------------------------ --model_args
+
+
+def takes_no_argument(self) -> None:
+    from lm_eval.api.model import LM
+
+    LM.__init__(self)
+
+
+def test_model_argument_the_model_does_not_take_is_one_line(capsys, monkeypatch, tmp_path):
+    # lm-eval's dummy model ignores its arguments; here it is built as lm-eval builds the
+    # others (LM.create_from_arg_string: cls(**model_args)), and takes none of its own.
+    from lm_eval.api.model import LM
+    from lm_eval.models.dummy import DummyLM
+
+    monkeypatch.setattr(
+        DummyLM, "create_from_arg_string", classmethod(LM.create_from_arg_string.__func__)
+    )
+    monkeypatch.setattr(DummyLM, "__init__", takes_no_argument)
+    folder = quiz_folder(tmp_path)
+    status, _out, err = run_in_process(
+        capsys, "--model", "dummy", "--model_args", "bogus_key=1", "--include_path",
+        str(folder), "--tasks", "quiz_dcpmi",
+    )  # fmt: skip
+    assert error_line(status, err) == (
+        "dcpmi: --model_args bogus_key=...: the dummy model does not take 'bogus_key' "
+        "(takes_no_argument() got an unexpected keyword argument 'bogus_key'); remove it from "
+        "--model_args, or check its spelling."
+    )

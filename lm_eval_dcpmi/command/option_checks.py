@@ -10,11 +10,13 @@ ends in ``sqlite3``'s traceback once the model is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,3 +184,34 @@ def check_request_cache(cache_requests: dict[str, bool] | str) -> None:
             "requests it builds there; set LM_HARNESS_CACHE_PATH to a folder that can be "
             "written, or leave --cache_requests out."
         )
+
+
+_UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '(\w+)'")
+
+
+def model_arg_names(model_args: Any) -> set[str]:
+    """The keys of ``--model_args`` (lm-eval's dict, or its ``key=value,...`` string)."""
+    if isinstance(model_args, dict):
+        return {str(key) for key in model_args}
+    if isinstance(model_args, str):
+        pairs = (item.partition("=") for item in model_args.split(","))
+        return {key.strip() for key, equals, _value in pairs if equals and key.strip()}
+    return set()
+
+
+@contextlib.contextmanager
+def model_argument_errors(model: str | None, model_args: Any) -> Iterator[None]:
+    """A ``--model_args`` key the model does not take: one line naming it. ``hf`` and
+    ``hf-prefix`` pass keys they do not know on to transformers' ``from_pretrained``,
+    which takes many (and any of the model's config), so the key is only known to be
+    wrong once the model class refuses it: here, not in a traceback."""
+    try:
+        yield
+    except TypeError as err:
+        found = _UNEXPECTED_KEYWORD.search(str(err))
+        if found is None or found[1] not in model_arg_names(model_args):
+            raise
+        raise DCPMIError(
+            f"--model_args {found[1]}=...: the {model} model does not take {found[1]!r} "
+            f"({err}); remove it from --model_args, or check its spelling."
+        ) from None

@@ -178,7 +178,10 @@ def evaluate(argv: Sequence[str], config: Any, scratch: Path) -> int:
     saved_argv = sys.argv
     sys.argv = argv
     try:
-        with saving.watched() as saved:
+        with (
+            saving.watched() as saved,
+            option_checks.model_argument_errors(config.model, config.model_args),
+        ):
             cli_evaluate()
     finally:
         sys.argv = saved_argv
