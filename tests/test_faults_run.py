@@ -442,3 +442,26 @@ def test_model_argument_the_model_does_not_take_is_one_line(capsys, monkeypatch,
         "(takes_no_argument() got an unexpected keyword argument 'bogus_key'); remove it from "
         "--model_args, or check its spelling."
     )
+
+
+def test_chat_template_of_the_dummy_model_offline_is_one_line(capsys, monkeypatch, tmp_path):
+    # lm-eval's dummy model renders chat templates with a Hub tokenizer; offline (as the
+    # tests run) and not cached, lm-eval's OSError ended in a traceback.
+    from lm_eval.models.dummy import DummyLM
+
+    monkeypatch.setattr(DummyLM, "tokenizer_name", "lm-eval-dcpmi-tests/no-such-tokenizer")
+    folder = quiz_folder(tmp_path)
+    status, _out, err = run_in_process(
+        capsys, "--model", "dummy", "--include_path", str(folder), "--tasks", "quiz_dcpmi",
+        "--apply_chat_template",
+    )  # fmt: skip
+    line = error_line(status, err)
+    assert line.startswith(
+        "dcpmi: lm-eval could not load the Hub tokenizer 'lm-eval-dcpmi-tests/no-such-tokenizer', "
+        "which lm-eval's dummy model renders --apply_chat_template with, ("
+    )
+    assert line.endswith(
+        "): it is not in the local Hugging Face cache and cannot be downloaded (offline mode, "
+        "or no network). Download it once with network access, or leave "
+        "--apply_chat_template out."
+    )

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, offline_errors
 
 
 def check_options(config: Any) -> None:
@@ -200,18 +200,54 @@ def model_arg_names(model_args: Any) -> set[str]:
 
 
 @contextlib.contextmanager
-def model_argument_errors(model: str | None, model_args: Any) -> Iterator[None]:
-    """A ``--model_args`` key the model does not take: one line naming it. ``hf`` and
-    ``hf-prefix`` pass keys they do not know on to transformers' ``from_pretrained``,
-    which takes many (and any of the model's config), so the key is only known to be
-    wrong once the model class refuses it: here, not in a traceback."""
+def model_errors(config: Any) -> Iterator[None]:
+    """What the model raises for an option, as one line:
+
+    * a ``--model_args`` key the model does not take. ``hf`` and ``hf-prefix`` pass keys
+      they do not know on to transformers' ``from_pretrained``, which takes many (and any
+      of the model's config), so the key is only known to be wrong once the model class
+      refuses it;
+    * a file of the Hugging Face Hub the model needs (its weights, its tokenizer: lm-eval's
+      ``dummy`` model renders ``--apply_chat_template`` with a Hub tokenizer) that is not
+      cached and cannot be downloaded.
+    """
     try:
         yield
     except TypeError as err:
         found = _UNEXPECTED_KEYWORD.search(str(err))
-        if found is None or found[1] not in model_arg_names(model_args):
+        if found is None or found[1] not in model_arg_names(config.model_args):
             raise
         raise DCPMIError(
-            f"--model_args {found[1]}=...: the {model} model does not take {found[1]!r} "
+            f"--model_args {found[1]}=...: the {config.model} model does not take {found[1]!r} "
             f"({err}); remove it from --model_args, or check its spelling."
         ) from None
+    except OSError as err:
+        if not _caused_by(err, offline_errors()):
+            raise
+        what = "a file of the model's from the Hugging Face Hub"
+        if config.model == "dummy" and config.apply_chat_template:
+            from lm_eval.models.dummy import DummyLM
+
+            name = getattr(DummyLM, "tokenizer_name", None)
+            what = (
+                f"the Hub tokenizer {name!r}, which lm-eval's dummy model renders "
+                "--apply_chat_template with,"
+            )
+        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DCPMIError(
+            f"lm-eval could not load {what} ({first_line}): it is not in the local Hugging "
+            "Face cache and cannot be downloaded (offline mode, or no network). Download it "
+            "once with network access"
+            + (", or leave --apply_chat_template out." if config.apply_chat_template else ".")
+        ) from None
+
+
+def _caused_by(error: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kinds):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False

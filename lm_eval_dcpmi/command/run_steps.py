@@ -180,7 +180,7 @@ def evaluate(argv: Sequence[str], config: Any, scratch: Path) -> int:
     try:
         with (
             saving.watched() as saved,
-            option_checks.model_argument_errors(config.model, config.model_args),
+            option_checks.model_errors(config),
         ):
             cli_evaluate()
     finally:
