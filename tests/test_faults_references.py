@@ -1,7 +1,8 @@
 """Reference contexts and content-free fields on a user's task (issue 29, items 1-3): a
 content-free field the prompt does not show, a null field in a reference context, a
-reference-context name given twice. Each ends in one error when the task is built (or a
-warning), whatever --limit; no model."""
+reference-context name given twice; batch calibration on few documents. Each ends in one
+error when the task is built (or a warning), whatever --limit. The tasks built alone (no
+lm-eval task index, local data) are in the fast tier; the runs use lm-eval's dummy model."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ def refused(folder: Path) -> str:
 # ---- 1: content-free fields
 
 
+@pytest.mark.fast
 def test_content_free_field_the_prompt_does_not_show_is_refused(tmp_path):
     path = write_task(tmp_path, "content_free_fields: [topic]\n")
     assert refused(tmp_path) == (
@@ -70,6 +72,7 @@ def test_content_free_field_the_prompt_does_not_show_is_refused(tmp_path):
     )
 
 
+@pytest.mark.fast
 def test_content_free_prompt_that_keeps_another_field_warns_naming_it(tmp_path, caplog):
     path = write_task(tmp_path, "content_free_fields: [question]\n")
     with caplog.at_level(logging.WARNING):
@@ -83,6 +86,7 @@ def test_content_free_prompt_that_keeps_another_field_warns_naming_it(tmp_path, 
     assert task.content_free_context(task.eval_docs[0], "N/A") == "Q: N/A (Colours.)\nA:"
 
 
+@pytest.mark.fast
 def test_content_free_fields_that_hold_the_whole_input_do_not_warn(tmp_path, caplog):
     write_task(tmp_path, "content_free_fields: [question, hint]\n")
     with caplog.at_level(logging.WARNING):
@@ -111,6 +115,7 @@ def test_null_field_in_a_reference_context_is_refused_whatever_the_limit(tmp_pat
 # ---- 3: reference-context names
 
 
+@pytest.mark.fast
 def test_reference_context_named_twice_is_refused_naming_it(tmp_path):
     path = write_task(
         tmp_path,
@@ -122,6 +127,7 @@ def test_reference_context_named_twice_is_refused_naming_it(tmp_path):
     )
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(("value", "shown"), [("[]", "list []"), ("", "NoneType None")])
 def test_reference_contexts_that_map_nothing_are_refused(tmp_path, value, shown):
     path = write_task(tmp_path, f"reference_contexts: {value}\n")
@@ -131,6 +137,7 @@ def test_reference_contexts_that_map_nothing_are_refused(tmp_path, value, shown)
     )
 
 
+@pytest.mark.fast
 def test_reference_contexts_with_one_name_each_load(tmp_path):
     write_task(tmp_path, "reference_contexts:\n  terse: 'A:'\n  empty: {kind: empty}\n")
     assert [r.name for r in load(tmp_path).references] == ["domain", "terse", "empty"]
@@ -157,8 +164,16 @@ def test_reference_contexts_with_one_name_each_load(tmp_path):
     ],
 )
 def test_acc_bc_on_few_documents_warns(tmp_path, caplog, limit, warning):
+    # lm-eval's Python API, as a user calls it (the model does not matter: dummy).
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
     write_task(tmp_path, "content_free_fields: [question, hint]\n")
-    argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks", "quiz_ref"]
+    manager = TaskManager(include_path=str(tmp_path), include_defaults=False)
     with caplog.at_level(logging.WARNING):
-        assert cli.main([*argv, "--limit", limit]) == 0
+        results = simple_evaluate(
+            model="dummy", tasks=["quiz_ref"], task_manager=manager, limit=int(limit)
+        )
+    if limit == "1":  # document 0's gold is option 0, which BC picks whatever the scores
+        assert results["results"]["quiz_ref"]["acc_bc,none"] == 1.0
     assert [r.getMessage() for r in caplog.records if "acc_bc rests" in r.getMessage()] == [warning]
