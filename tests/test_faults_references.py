@@ -1,8 +1,9 @@
 """Reference contexts and content-free fields on a user's task (issue 29, items 1-3): a
 content-free field the prompt does not show, a null field in a reference context, a
-reference-context name given twice; batch calibration on few documents. Each ends in one
-error when the task is built (or a warning), whatever --limit. The tasks built alone (no
-lm-eval task index, local data) are in the fast tier; the runs use lm-eval's dummy model."""
+reference-context name given twice; and batch calibration on few documents (item 17).
+Each ends in one error when the task is built (or a warning), whatever --limit. The tasks
+built alone (no lm-eval task index, local data) are in the fast tier; the runs use
+lm-eval's dummy model."""
 
 from __future__ import annotations
 
