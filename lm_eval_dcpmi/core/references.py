@@ -85,7 +85,7 @@ def reference_contexts(
             '`{answer: "Answer:", empty: {kind: empty}}`; got '
             f"{type(extra).__name__} {extra!r}."
         )
-    repeated = repeated_names(source)
+    repeated = repeated_names(source) if extra else []
     if repeated:
         raise DCPMIConfigError(
             f"task {task} ({source}): `reference_contexts:` names {', '.join(repeated)} more "
