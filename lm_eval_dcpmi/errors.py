@@ -22,6 +22,55 @@ class DataError(DCPMIError):
 TRACEBACK_ENV = "LM_EVAL_DCPMI_TRACEBACK"
 
 
+def offline_fix() -> str:
+    """How to get a Hub dataset that is neither cached nor reachable."""
+    import os
+
+    offline = [
+        name for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if os.environ.get(name) == "1"
+    ]
+    mode = f" ({'=1, '.join(offline)}=1: offline mode)" if offline else ""
+    return (
+        f"It is not in the local Hugging Face datasets cache and cannot be downloaded{mode}. "
+        "Download it once with network access (it then stays in the cache, where offline "
+        "mode finds it), or point the task at a local copy (dataset_path and "
+        "dataset_kwargs: data_files in its YAML)."
+    )
+
+
+def offline_errors() -> tuple[type[BaseException], ...]:
+    """What ``datasets.load_dataset`` raises for a Hub dataset it can neither download nor
+    find in its cache (offline, or no network)."""
+    kinds: list[type[BaseException]] = [ConnectionError, TimeoutError]
+    try:
+        import requests
+
+        kinds += [requests.ConnectionError, requests.Timeout]
+    except ImportError:  # pragma: no cover - a dependency of datasets
+        pass
+    try:
+        from huggingface_hub import errors as hub_errors
+
+        kinds += [
+            getattr(hub_errors, name)
+            for name in ("OfflineModeIsEnabled", "LocalEntryNotFoundError")
+            if hasattr(hub_errors, name)
+        ]
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(kinds)
+
+
+def one_line(message: str) -> str:
+    """``message`` on one line: its lines joined by a space, each line's text kept as it
+    is (runs of spaces too: the strings a message shows are ``repr``s, whose spaces count).
+
+    >>> one_line("the premise '   ' is blank:\\n  fix it")
+    "the premise '   ' is blank: fix it"
+    """
+    return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
 def install_excepthook() -> None:
     """Make an uncaught ``DCPMIError`` end the program with its message alone.
 
@@ -39,7 +88,8 @@ def install_excepthook() -> None:
     def excepthook(kind, value, traceback):  # type: ignore[no-untyped-def]
         if isinstance(value, DCPMIError) and os.environ.get(TRACEBACK_ENV, "0") == "0":
             print(
-                f"\nlm-eval-dcpmi: error: {value}\n(set {TRACEBACK_ENV}=1 for the traceback)",
+                f"\nlm-eval-dcpmi: error: {one_line(str(value))}\n"
+                f"(set {TRACEBACK_ENV}=1 for the traceback)",
                 file=sys.stderr,
             )
             return

@@ -82,6 +82,7 @@ def test_derived_yaml_is_the_by_name_form(tmp_path):
         "task": "copa_dcpmi",
         "base_task": "copa",
         "domain_premise": "\n{{ x }}",
+        "metadata": {"dcpmi_task": "copa=\n{{ x }}"},  # results and errors name the option
         "class": DCPMITask,
     }
 

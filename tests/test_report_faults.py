@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from report_helpers import STAMP, entry, results_dict, ten_document_run
 
+from lm_eval_dcpmi.command import cli
 from lm_eval_dcpmi.report import load_results, report_command
 from lm_eval_dcpmi.report.loading import SamplesError
 from lm_eval_dcpmi.report.results import ReportError
@@ -70,8 +71,18 @@ def test_results_file_json_error_gives_line_and_column(tmp_path):
     with pytest.raises(ReportError) as caught:
         load_results([path])
     assert str(caught.value) == (
-        f"{path}:2: not an lm-eval results file (not JSON: Expecting property name enclosed "
-        "in double quotes at column 34)"
+        f"{path}:2: not an lm-eval results file (not JSON at column 34: Expecting property "
+        "name enclosed in double quotes)"
+    )
+
+
+def test_json_error_ending_in_at_is_not_at_at_column(tmp_path, capsys):
+    path = tmp_path / "results_x.json"
+    path.write_text('{"results": {"dcpmi_copa": "cut')  # cut short
+    assert cli.main(["report", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"dcpmi report: error: {path}:1: not an lm-eval results file (not JSON at column 28: "
+        "Unterminated string starting at)\n"
     )
 
 
@@ -81,7 +92,7 @@ def test_samples_line_json_error_gives_column(tmp_path):
     broken.write_text('{"doc_id": 0}\n{"doc_id": 1, "acc": }\n')
     with pytest.raises(ReportError) as caught:
         load_results([path])
-    assert str(caught.value) == f"{broken}:2: not a JSON line (Expecting value at column 22)"
+    assert str(caught.value) == f"{broken}:2: not a JSON line (at column 22: Expecting value)"
 
 
 # ------------------------------------------------------------------ --out: all or nothing
@@ -101,13 +112,14 @@ def test_out_with_a_folder_in_the_way_writes_nothing(tmp_path, capsys):
     assert (out / "report.md").read_text() == "the previous report\n"
 
 
-def test_out_that_is_a_file_is_refused(tmp_path, capsys):
+def test_out_that_is_a_file_is_refused_before_the_report_is_printed(tmp_path, capsys):
     path = ten_document_run(tmp_path / "runs")
     out = tmp_path / "out"
     out.write_text("x")
-    assert report_command([str(path)], str(out), ["md"]) == 2
-    assert capsys.readouterr().err == (
-        f"dcpmi report: error: --out {out} is a file; give a folder (nothing was written)\n"
+    assert cli.main(["report", str(path), "--out", str(out), "--format", "md"]) == 2
+    assert capsys.readouterr() == (
+        "",  # no Markdown before the error
+        f"dcpmi report: error: --out {out} is a file; give a folder (nothing was written)\n",
     )
 
 
@@ -134,3 +146,25 @@ def test_write_all_replaces_nothing_when_a_write_fails(tmp_path):
     assert (tmp_path / "a.md").read_text() == "old a\n"
     assert write_all(outputs[:1], tmp_path) == [tmp_path / "a.md"]
     assert (tmp_path / "a.md").read_text() == "new a\n"
+
+
+# ------------------------------------------------------------------ a limit that cut nothing
+
+
+def test_limit_that_left_every_task_whole_is_not_a_partial_run(tmp_path, capsys):
+    rows = {"dcpmi_copa": entry(0.5, 0.5, 0.5, 1.0, n=2)}  # --limit 2 on 2 documents
+    whole = tmp_path / "whole" / "results_x.json"
+    whole.parent.mkdir()
+    whole.write_text(json.dumps(results_dict(rows, limit=2)))
+    assert cli.main(["report", str(whole)]) == 0
+    assert "Partial run" not in capsys.readouterr().out
+    cut = results_dict(rows, limit=2)
+    cut["n-samples"]["dcpmi_copa"]["original"] = 3  # 2 of 3 documents
+    partial = tmp_path / "partial" / "results_x.json"
+    partial.parent.mkdir()
+    partial.write_text(json.dumps(cut))
+    assert cli.main(["report", str(partial)]) == 0
+    assert (
+        "**Partial run (--limit 2)**: not every document was scored (dcpmi_copa 2 of 3)"
+        in capsys.readouterr().out
+    )

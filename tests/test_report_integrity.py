@@ -179,7 +179,7 @@ def full_samples(premise: str, n: int = 4) -> list[dict]:
                 },
                 "filtered_resps": [["-1.0", "False"]] * 4,
                 "filter": "none",
-                "doc_hash": sha(json.dumps(doc)),
+                "doc_hash": sha(json.dumps(doc, indent=2, ensure_ascii=False)),  # lm-eval's
                 "prompt_hash": sha(pairs[0][0]),
                 "target_hash": sha("0"),
                 **{m: 1.0 for m in METHODS},
@@ -220,6 +220,31 @@ def test_samples_with_other_prompts_are_refused(tmp_path, capsys):
         "prompt_hash and target_hash) hash to "
     )
     assert str(caught.value).endswith(f"the samples are another run's. {MOVE_AWAY}")
+
+
+@pytest.mark.parametrize(
+    ("change", "digest", "what"),
+    [
+        ({"doc": {"question": "question 7"}}, "doc_hash", "document"),
+        ({"arguments": {"gen_args_0": {"arg_0": "Q: other\nA:", "arg_1": " yes"}}}, "prompt_hash",
+         "first request's context"),
+    ],
+)  # fmt: skip
+def test_a_line_whose_digests_are_not_its_own_is_refused(tmp_path, capsys, change, digest, what):
+    # Results without task_hashes (nothing to compare the task's hash with): line 2 holds
+    # another document, or other requests, than its lm-eval digests name.
+    lines = full_samples("\nA:")
+    lines[2] = {**lines[2], **change}
+    path = full_run(tmp_path / "gpt2", samples=lines)
+    data = json.loads(path.read_text())
+    del data["task_hashes"]
+    path.write_text(json.dumps(data))
+    samples = samples_path(path, "dcpmi_cb")
+    refused(
+        path, capsys,
+        f"{samples} (dcpmi_cb, beside {path}): doc 2's {digest} is not the digest of the "
+        f"{what} the line logs; the line is another run's (or edited). {MOVE_AWAY}",
+    )  # fmt: skip
 
 
 def test_samples_with_another_domain_premise_are_refused(tmp_path, capsys):

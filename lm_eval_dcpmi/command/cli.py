@@ -26,7 +26,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, one_line
 
 
 def user_error(error: BaseException) -> DCPMIError | None:
@@ -54,16 +54,16 @@ def run(forwarded: Sequence[str]) -> int:
         with run_steps.sigterm_raises():
             return run_steps.run(forwarded)
     except run_steps.Terminated:
-        print("dcpmi: stopped by SIGTERM; temporary files removed.", file=sys.stderr)
+        stopped("dcpmi: stopped by SIGTERM; temporary files removed.")
         return 143
     except KeyboardInterrupt:
-        print("dcpmi: interrupted; temporary files removed.", file=sys.stderr)
+        stopped("dcpmi: interrupted; temporary files removed.")
         return 130
     except Exception as err:
         cause = user_error(err)
         if cause is None:
             raise
-        print(f"dcpmi: {' '.join(str(cause).split())}", file=sys.stderr)
+        print(f"dcpmi: {one_line(str(cause))}", file=sys.stderr)
         return 2
 
 
@@ -72,6 +72,14 @@ def tasks(argv: Sequence[str]) -> int:
     from lm_eval_dcpmi.command import task_list
 
     return task_list.main(argv)
+
+
+def stopped(message: str) -> None:
+    """``message`` as the last line on stderr, on a line of its own: a progress bar may
+    have left the cursor on its line (stdout's pending output goes first)."""
+    sys.stdout.flush()
+    sys.stderr.write(f"\n{message}\n")
+    sys.stderr.flush()
 
 
 RUN_DESCRIPTION = """\

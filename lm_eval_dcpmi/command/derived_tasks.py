@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -65,9 +66,18 @@ def parse_dcpmi_task(value: str) -> tuple[str, str]:
     return base, premise
 
 
-def derived_task_config(base: str, premise: str) -> dict[str, str]:
-    """The by-name DC-PMI YAML for ``base`` (written out with the function tag added)."""
-    return {"task": base + DERIVED_SUFFIX, "base_task": base, "domain_premise": premise}
+def derived_task_config(base: str, premise: str) -> dict[str, Any]:
+    """The by-name DC-PMI YAML for ``base`` (written out with the function tag added); its
+    metadata holds the option, which results and errors name as the task's source (the
+    YAML itself is a temporary file; see ``core/derive.py``)."""
+    from lm_eval_dcpmi.core.derive import DCPMI_TASK_KEY
+
+    return {
+        "task": base + DERIVED_SUFFIX,
+        "base_task": base,
+        "domain_premise": premise,
+        "metadata": {DCPMI_TASK_KEY: f"{base}={premise}"},
+    }
 
 
 def write_derived_tasks(derived: Sequence[tuple[str, str]], folder: Path) -> list[str]:

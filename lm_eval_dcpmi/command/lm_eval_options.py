@@ -65,7 +65,7 @@ def _check_json_options(argv: Sequence[str]) -> None:
                 json.loads(value)
             except json.JSONDecodeError as err:
                 raise DCPMIError(
-                    f"{option} {value!r} is not JSON: {err.msg} at column {err.colno}; "
+                    f"{option} {value!r} is not JSON at column {err.colno}: {err.msg}; "
                     "write a JSON object with double-quoted names and strings"
                 ) from None
 
@@ -90,7 +90,7 @@ def _first_json_error(argv: Sequence[str]) -> str:
             try:
                 json.loads(text)
             except json.JSONDecodeError as err:
-                return f" ({err.msg} at column {err.colno} of {text!r})"
+                return f" (at column {err.colno} of {text!r}: {err.msg})"
     return ""
 
 

@@ -1,6 +1,8 @@
 """The steps of ``dcpmi run``, on lm-eval's public API.
 
-1. ``check_tasks``: build every task to be run with a ``TaskManager``, from the settings
+1. ``check_tasks``: check the options lm-eval would only trip over once the model is
+   loaded (``option_checks``: ``--limit``, ``--output_path``, ``--use_cache``, the request
+   cache folder), then build every task to be run with a ``TaskManager``, from the settings
    lm-eval itself derives from the command line (``EvaluatorConfig.process_tasks``), and
    load them. Loading reads the data and runs the plugin's per-document checks, so a bad
    data file, task config or document stops the run here, before any model exists. Also
@@ -10,7 +12,9 @@
    from its split's gets a warning (``quick_look``).
 2. ``evaluate``: ``lm_eval.__main__.cli_evaluate`` on the same command line, so that every
    lm-eval option keeps its meaning; then the DC-PMI table, read from the results file
-   lm-eval wrote (into the run's temporary folder when the user gave no --output_path).
+   lm-eval wrote for this run (into the run's temporary folder when the user gave no
+   --output_path; ``saving`` knows which file is this run's, and when lm-eval could not
+   save the results or samples, the run ends in an error, not exit status 0).
 
 The tasks are built twice (step 1's are dropped): the price of not reaching into
 lm-eval's evaluator, a few seconds against the minutes a model takes.
@@ -31,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.command import lm_eval_options, quick_look
+from lm_eval_dcpmi.command import lm_eval_options, option_checks, quick_look, saving
 from lm_eval_dcpmi.command.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
@@ -39,7 +43,7 @@ from lm_eval_dcpmi.command.derived_tasks import (
     write_derived_tasks,
 )
 from lm_eval_dcpmi.command.lm_eval_options import lm_eval_argv
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
 from lm_eval_dcpmi.leaderboard.portable import after_run, split_model_id
 
 
@@ -108,6 +112,7 @@ def check_tasks(
 ) -> CheckedRun:
     """Step 1 (see the module's docstring)."""
     config = lm_eval_options.config(argv)
+    option_checks.check_options(config)
     if quick is not None:
         quick_look.refuse_with_limit_or_samples(quick, config.limit, config.samples)
     with lm_eval_options.quietly():
@@ -121,7 +126,13 @@ def check_tasks(
             ) from None
     check_base_tasks(manager.all_tasks, derived)
     with lm_eval_options.quietly():
-        tasks = manager.load(config.tasks)["tasks"]
+        try:
+            tasks = manager.load(config.tasks)["tasks"]
+        except offline_errors() as err:  # lm-eval's own task: its Hub dataset
+            raise DCPMIError(
+                f"lm-eval could not load a task's dataset ({type(err).__name__}: {err}). "
+                + offline_fix()
+            ) from None
     sizes = {name: len(task.eval_docs) for name, task in tasks.items()}
     check_samples(config.samples, sizes)
     checked = CheckedRun(config, quick)
@@ -230,33 +241,28 @@ def evaluate(
         # Without --output_path lm-eval writes no results; the table needs them.
         output = str(scratch / "results")
         argv += ["--output_path", output]
-    before = results_files(output)
-    saved = sys.argv
+    saved_argv = sys.argv
     sys.argv = argv
     try:
-        cli_evaluate()
+        with (
+            saving.watched() as saved,
+            option_checks.model_errors(config),
+        ):
+            cli_evaluate()
     finally:
-        sys.argv = saved
-    written = [p for p, stamp in results_files(output).items() if before.get(p) != stamp]
-    if written and int(os.environ.get("RANK", "0")) == 0:
-        after_run(written, model_id)
-        print_table(max(written, key=lambda p: p.stat().st_mtime_ns), checked)
+        sys.argv = saved_argv
+    results = written_results(saved)
+    if results is not None and int(os.environ.get("RANK", "0")) == 0:
+        after_run([results], model_id)
+        print_table(results, checked)
+    saved.check()
     return 0
 
 
-def results_files(output: str | None) -> dict[Path, int]:
-    """The results files under ``--output_path`` (path -> mtime), named as lm-eval names
-    them (lm_eval/loggers/evaluation_tracker.py, ``save_results_aggregated``: a ``.json``
-    path gets ``<stem>_<date>.json`` beside it, a folder ``<model>/results_<date>.json``)."""
-    if output is None:
-        return {}
-    path = Path(output)
-    found = (
-        path.parent.glob(f"{path.stem}_*.json")
-        if path.suffix == ".json"
-        else path.glob("**/results_*.json")
-    )
-    return {p: p.stat().st_mtime_ns for p in found if p.is_file()}
+def written_results(saved: saving.SavedFiles) -> Path | None:
+    """This run's own results file, whole, as lm-eval wrote it (None: none was saved, or
+    not by this process); never another run's file in the same --output_path."""
+    return saved.results
 
 
 def print_table(results_file: Path, checked: CheckedRun | None = None) -> None:

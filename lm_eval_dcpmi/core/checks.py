@@ -161,6 +161,8 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
             task.premise_text(reference, doc, doc_id)
         if task.content_free_fields:
             fixed_labels = _check_fixed_labels(task, doc, doc_id, choices, fixed_labels)
+            # any document may carry the content-free prompts (--samples picks the first)
+            rendered(task, "doc_to_text", task.doc_to_text, content_free_doc(task, doc), doc_id)
         if len(choices) == 1:
             single.append((doc_id, doc, ""))
         elif len(set(choices)) < len(choices):
@@ -221,6 +223,7 @@ def _check_fixed_labels(
     if len(set(choices)) < len(choices):
         raise fault(task, doc, doc_id, f"options {choices!r} repeat. {how}")
     if first is None:
+        _check_content_free_prompt(task, doc, doc_id)
         for text in task.layout.content_free:  # the prompt renders with each input
             rendered(
                 task,
@@ -235,6 +238,57 @@ def _check_fixed_labels(
             task, doc, doc_id, f"options {choices!r} differ from document 0's {first!r}. {how}"
         )
     return first
+
+
+def content_free_doc(task: Any, doc: dict, text: str = "N/A") -> dict:
+    """``doc`` with ``text`` in every content-free field."""
+    return {**doc, **dict.fromkeys(task.content_free_fields, text)}
+
+
+# Stands in for a field's text to see whether the prompt shows it (no data holds it).
+_PROBE = "\u2063dcpmi-probe\u2063"
+
+
+def _check_content_free_prompt(task: Any, doc: dict, doc_id: int) -> None:
+    """Each content-free field changes the prompt (else CC would score the document's own
+    prompt as "content-free"); fields the content-free prompt still shows get a warning."""
+
+    def prompt(fields: dict) -> Any:
+        return rendered(task, "doc_to_text", task.doc_to_text, fields, doc_id)
+
+    for field in task.content_free_fields:
+        if prompt({**doc, field: "N/A"}) == prompt({**doc, field: _PROBE}):
+            raise fault(
+                task,
+                doc,
+                doc_id,
+                f"the content-free field {field!r} does not change the prompt (doc_to_text "
+                "renders the same whatever it holds), so CC's content-free prompts would be "
+                "this document's own. List in `content_free_fields:` the fields whose text the "
+                f"prompt shows (the document's fields: {field_names(doc)}).",
+            )
+    free = content_free_doc(task, doc)
+    shown = prompt(free)
+    kept = []
+    for field, value in doc.items():
+        if field in task.content_free_fields or not isinstance(value, str):
+            continue
+        try:
+            if task.doc_to_text({**free, field: _PROBE}) != shown:
+                kept.append(field)
+        except Exception:  # the prompt cannot do without the field's value: it uses it
+            kept.append(field)
+    if kept:
+        log.warning(
+            "%s (%s): the content-free prompts keep document %d's field(s) %s (the prompt "
+            "shows them beside `content_free_fields: %s`), so they are not free of content. "
+            "Add the fields that hold the input to `content_free_fields:`.",
+            task.config.task,
+            task._source,
+            doc_id,
+            ", ".join(map(repr, kept)),
+            list(task.content_free_fields),
+        )
 
 
 def warn_fewshot_from_eval_split(task: Any) -> None:

@@ -33,6 +33,8 @@ BASE_TASK_KEY = "base_task"
 # Keys that place the *base* task in groups and tags (or name it in tables): the
 # derived task is a different task, so it does not inherit them.
 BASE_KEYS_DROPPED = ("tag", "group", "task_list", "task_alias")
+# Metadata key of the YAMLs `dcpmi run --dcpmi_task TASK=PREMISE` writes: the option's value.
+DCPMI_TASK_KEY = "dcpmi_task"
 
 # Derived YAML file (as lm-eval names it in `metadata.config_source`) -> the TaskManager
 # that indexed it last. Weak: a manager nobody holds is not kept alive for this.
@@ -74,6 +76,14 @@ def with_base_task(config: dict[str, Any], task_class: type) -> dict[str, Any]:
         BASE_TASK_KEY: base_name,
     }
     _check_merged(merged, derived, base_name, where, manager)
+    option = merged["metadata"].get(DCPMI_TASK_KEY)
+    if option is not None:
+        # `dcpmi run --dcpmi_task` wrote the YAML into a temporary folder, gone after the
+        # run: results and errors name the option and the base task's YAML instead.
+        base_yaml = lm_eval_compat.entry_yaml(manager, base_name)
+        merged["metadata"]["config_source"] = (
+            f"dcpmi run --dcpmi_task {option!r}, the DC-PMI variant of {base_name} ({base_yaml})"
+        )
     return merged
 
 
@@ -164,6 +174,11 @@ def _as_dict(metadata: Any) -> dict[str, Any]:
 
 
 def _describe(config: dict[str, Any]) -> str:
-    """``task NAME (path/to/derived.yaml)`` for error messages."""
-    source = _as_dict(config.get("metadata")).get("config_source", "its YAML")
+    """``task NAME (path/to/derived.yaml)`` for error messages; for a YAML that ``dcpmi run
+    --dcpmi_task`` wrote (a temporary file), the option instead."""
+    metadata = _as_dict(config.get("metadata"))
+    if metadata.get(DCPMI_TASK_KEY) is not None:
+        source = f"dcpmi run --dcpmi_task {metadata[DCPMI_TASK_KEY]!r}"
+    else:
+        source = metadata.get("config_source", "its YAML")
     return f"task {config.get('task', '<unnamed>')} ({source})"

@@ -70,11 +70,16 @@ NullCheck = tuple[str, frozenset[str], "jinja2.Template | None"]
 
 
 def null_checks(task: Any) -> list[NullCheck]:
-    """What the task renders from a document's fields: the domain premise, doc_to_text,
-    doc_to_choice and doc_to_target, each a field or a Jinja template (a list, a number
-    or a ``!function`` is code the check cannot see into)."""
-    premise = task.domain_premise_template
-    sources = [(f"the domain premise {premise!r}", premise, False)]
+    """What the task renders from a document's fields: the domain premise and every other
+    premise-like reference context, doc_to_text (the content-free prompts too: the
+    content-free fields hold text there), doc_to_choice and doc_to_target, each a field or
+    a Jinja template (a list, a number or a ``!function`` is code the check cannot see
+    into)."""
+    sources = [
+        (f"the {r.name} premise {r.template!r}", r.template, False)
+        for r in task.references
+        if r.kind == "premise"
+    ]
     if getattr(task, "prompt", None) is None:  # a promptsource prompt is code too
         sources += [(name, getattr(task.config, name), True) for name in FIELD_TEMPLATES]
     features = set(getattr(task, "features", None) or [])

@@ -25,7 +25,10 @@ import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
+
+import yaml
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
@@ -75,12 +78,19 @@ def reference_contexts(
             "the document)."
         )
     found = [ReferenceContext(DOMAIN, "premise", domain_premise)]
-    extra = config.get("reference_contexts") or {}
-    if not isinstance(extra, Mapping):
+    extra = config.get("reference_contexts", {})
+    if not isinstance(extra, Mapping):  # [] and an empty value too: leave the key out
         raise DCPMIConfigError(
             f"task {task} ({source}): `reference_contexts:` must map names to premises, e.g. "
             '`{answer: "Answer:", empty: {kind: empty}}`; got '
-            f"{type(extra).__name__}."
+            f"{type(extra).__name__} {extra!r}."
+        )
+    repeated = repeated_names(source) if extra else []
+    if repeated:
+        raise DCPMIConfigError(
+            f"task {task} ({source}): `reference_contexts:` names {', '.join(repeated)} more "
+            "than once (YAML keeps the last one alone); give each reference context its own "
+            "name."
         )
     for name, spec in extra.items():
         where = f"task {task} ({source}): reference context {name!r}"
@@ -99,6 +109,26 @@ def reference_contexts(
                 "`{kind: empty}` or `{kind: last_word}`."
             )
     return tuple(found)
+
+
+def repeated_names(source: str) -> list[str]:
+    """The names ``reference_contexts:`` gives more than once in the YAML file ``source``
+    (its ``config_source``; PyYAML keeps the last silently): read from the file's nodes,
+    before any value is built. [] when ``source`` is no YAML file that can be read."""
+    path = Path(source)
+    if path.suffix not in (".yaml", ".yml") or not path.is_file():
+        return []
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []  # lm-eval read it: its own loader has the last word
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        if key.value == "reference_contexts" and isinstance(value, yaml.MappingNode):
+            names = [str(name.value) for name, _spec in value.value]
+            return sorted({repr(name) for name in names if names.count(name) > 1})
+    return []
 
 
 def content_free_fields(config: Mapping[str, Any], task: str, source: str) -> tuple[str, ...]:

@@ -44,9 +44,13 @@ from lm_eval_dcpmi.core.tokens import (
 )
 from lm_eval_dcpmi.data.digests import task_data_files
 from lm_eval_dcpmi.data.user_json import loading_json
-from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
 
 log = logging.getLogger(__name__)
+
+# Batch calibration's prior is a mean over the evaluated documents: on fewer than this
+# many it is mostly the documents' own noise (on one, every option's score is 0).
+BC_MIN_DOCUMENTS = 20
 
 
 def affix(value: str, before: str = "", after: str = "") -> str:
@@ -143,8 +147,15 @@ class DCPMITask(ConfigurableTask):
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         # a user's JSON file the datasets library cannot read: one line naming the file
-        with loading_json(self.config.task, self._source, self.config):
-            super().download(dataset_kwargs, **kwargs)
+        try:
+            with loading_json(self.config.task, self._source, self.config):
+                super().download(dataset_kwargs, **kwargs)
+        except offline_errors() as err:  # a Hub dataset, neither cached nor reachable
+            raise DataError(
+                f"task {self.config.task} ({self._source}): its dataset "
+                f"{self.config.dataset_path!r} could not be loaded ({type(err).__name__}: "
+                f"{err}). {offline_fix()}"
+            ) from None
         # Which plugin and which data files made the numbers: results files show it, and
         # `dcpmi verify` compares the files at hand with these digests.
         self.config.metadata = {
@@ -266,7 +277,7 @@ class DCPMITask(ConfigurableTask):
     def content_free_context(self, doc: dict, text: str) -> str:
         """The task's own prompt, few-shot examples and chat template included, with
         ``text`` in every content-free field of ``doc`` (contextual calibration)."""
-        content_free_doc = {**doc, **dict.fromkeys(self.content_free_fields, text)}
+        content_free_doc = checks.content_free_doc(self, doc, text)
         options = self._build_options
         # the sampler's draw for the content-free prompt must not shift the documents' own
         with references.same_fewshot_draws(self):
@@ -363,6 +374,34 @@ class DCPMITask(ConfigurableTask):
         return counter
 
     # ---- scoring --------------------------------------------------------------------
+
+    def aggregation(self) -> dict:
+        found = dict(super().aggregation())
+        if "acc_bc" in found:
+            found["acc_bc"] = self._batch_calibrated
+        return found
+
+    def _batch_calibrated(self, items: list) -> float:
+        """``acc_bc`` over every process's documents, with a warning when they are few."""
+        n = len(items)
+        if n == 1:
+            log.warning(
+                "%s: acc_bc rests on 1 document: dividing by its own probabilities leaves "
+                "every option the same score, so BC picks option 0 (the tie rule). Evaluate "
+                "%d documents or more for a meaningful acc_bc.",
+                self.config.task,
+                BC_MIN_DOCUMENTS,
+            )
+        elif 0 < n < BC_MIN_DOCUMENTS:
+            log.warning(
+                "%s: acc_bc rests on %d documents, fewer than %d: its prior, their mean "
+                "probabilities, is mostly their own noise. Evaluate more documents for a "
+                "meaningful acc_bc.",
+                self.config.task,
+                n,
+                BC_MIN_DOCUMENTS,
+            )
+        return scoring.batch_calibrated(items)
 
     def override_metric(self, metric_name: str) -> None:
         """lm-eval's ``--predict_only`` calls ``override_metric("bypass")``: from then on the

@@ -93,7 +93,7 @@ def report_command(
     stdout: Any = None,
     stderr: Any = None,
 ) -> int:
-    """Print the Markdown report of ``paths`` and, with ``out_dir``, write its files.
+    """Write the report's files (with ``out_dir``), then print its Markdown.
 
     Writes into ``out_dir`` (created if needed), by format: ``md`` -> ``report.md`` (and
     ``summary.md`` with several models), ``csv`` -> ``report.csv`` (``summary.csv``; with
@@ -113,7 +113,6 @@ def report_command(
             raise ReportError(f"unknown format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
         runs = load_results(paths)
         text = markdown_report(runs)
-        stdout.write(text)
         messages: list[str] = []
         outputs: list[Output] = []
         if out_dir is not None:
@@ -130,6 +129,8 @@ def report_command(
             )
         # Every file or none: a failing one (e.g. report.csv is a folder) leaves no other.
         written = write_all(outputs, Path(out_dir) if out_dir is not None else None)
+        # Printed once the files are written: a refused --out prints no report.
+        stdout.write(text)
         options_path = Path(options_csv) if options_csv is not None else None
         messages += [f"wrote {path}" for path in written if path != options_path]
         if exported and options_path is not None:

@@ -22,6 +22,7 @@ from lm_eval_dcpmi.report.results import (
     run_from_dict,
 )
 from lm_eval_dcpmi.report.samples import (
+    digest_mismatch,
     domain_contexts,
     read_samples,
     samples_files,
@@ -48,8 +49,8 @@ def read_results_file(path: Path) -> RunResults:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ReportError(
-            f"{path}:{error.lineno}: not an lm-eval results file (not JSON: {error.msg} at "
-            f"column {error.colno})"
+            f"{path}:{error.lineno}: not an lm-eval results file (not JSON at column "
+            f"{error.colno}: {error.msg})"
         ) from None
     run = run_from_dict(data, path, samples={})
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])
@@ -123,6 +124,16 @@ def _same_run(
             f"target_hash) hash to {computed[:12]}..., but the results file's task_hashes "
             f"give {recorded[:12]}...; the samples are another run's. {MOVE_AWAY}"
         )
+    # Line by line too: without the results' task_hashes the hashes are compared with
+    # nothing else, and a line's doc or requests may have been changed without them.
+    for sample in scored:
+        mismatch = digest_mismatch(sample)
+        if mismatch is not None:
+            what = "document" if mismatch == "doc_hash" else "first request's context"
+            raise SamplesError(
+                f"{where}: doc {sample.get('doc_id')}'s {mismatch} is not the digest of the "
+                f"{what} the line logs; the line is another run's (or edited). {MOVE_AWAY}"
+            )
     _same_premise(row, scored, where, data)
 
 

@@ -131,8 +131,13 @@ class RunResults:
 
     @property
     def limited(self) -> bool:
-        """True when the run scored fewer documents than the tasks hold (``--limit``)."""
-        return self.limit is not None or any(row.limited for row in self.rows)
+        """True when the run scored fewer documents than the tasks hold (``--limit`` or
+        ``--samples``); a recorded ``--limit`` that left every task whole is not (it counts
+        only where a task's document counts are unknown)."""
+        leaves = [row for row in self.rows if not row.is_group]
+        if any(row.limited for row in leaves):
+            return True
+        return self.limit is not None and any(r.n is None or r.n_total is None for r in leaves)
 
 
 def percent(value: float | None) -> float:

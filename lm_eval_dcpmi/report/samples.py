@@ -63,7 +63,7 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
             sample = json.loads(line)
         except json.JSONDecodeError as error:
             raise ReportError(
-                f"{path}:{number_}: not a JSON line ({error.msg} at column {error.colno})"
+                f"{path}:{number_}: not a JSON line (at column {error.colno}: {error.msg})"
             ) from None
         if not isinstance(sample, dict) or "doc_id" not in sample:
             raise ReportError(f"{path}:{number_}: not an lm-eval sample (no doc_id)")
@@ -169,6 +169,26 @@ def task_hash(samples: Sequence[Mapping[str, Any]]) -> str | None:
         return None
     joined = "".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in samples)
     return hashlib.sha256(joined.encode("utf-8")).hexdigest()
+
+
+def digest_mismatch(sample: Mapping[str, Any]) -> str | None:
+    """Which per-document digest of an lm-eval sample is not that of what the line logs:
+    ``doc_hash`` of its ``doc``, ``prompt_hash`` of its first request's context, as lm-eval
+    computes them (lm_eval/evaluator.py); None when both match or the line lacks them."""
+    doc_hash, doc = sample.get("doc_hash"), sample.get("doc")
+    if isinstance(doc_hash, str) and doc is not None:
+        text = json.dumps(doc, indent=2, default=str, ensure_ascii=False)
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != doc_hash:
+            return "doc_hash"
+    prompt_hash, arguments = sample.get("prompt_hash"), sample.get("arguments")
+    if isinstance(prompt_hash, str) and arguments:
+        try:
+            context = _pairs(arguments)[0][0]
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        if hashlib.sha256(str(context).encode("utf-8")).hexdigest() != prompt_hash:
+            return "prompt_hash"
+    return None
 
 
 def domain_contexts(sample: Mapping[str, Any], layout: Layout = DEFAULT) -> list[str] | None:
