@@ -468,8 +468,9 @@ def _notes(submission: Submission, task: TaskEntry, headline: str) -> str:
         f"lm-eval-dcpmi {submission.plugin_version or 'version not recorded'}",
         f"lm-eval {submission.data.get('lm_eval_version') or 'unknown'}",
     ]
-    if task.premise_sha256:
-        parts.append(f"domain premise {task.domain_premise!r} (sha256 {task.premise_sha256[:8]})")
+    digest = task.premise_sha256 or (task.version or "").partition("+premise.")[2]
+    if task.domain_premise is not None:
+        parts.append(f"domain premise {task.domain_premise!r} (sha256 {digest[:8] or '?'})")
     if task.n is not None:
         parts.append(f"n={task.n}" + (f" of {task.n_total} (PARTIAL)" if task.partial else ""))
     stderr = task.stderr.get(headline)
