@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.core.layout import Layout
+from lm_eval_dcpmi.harness.tasks import loglikelihood_answer
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,6 @@ def carrier_scores(layout: Layout, instances: Sequence[Instance]) -> dict[str, l
         requests.sort(key=lambda r: r.idx)
         n, carrier = layout.n_options([r.arguments[1] for r in requests])
         if carrier:
-            answers = [float(r.resps[0][0]) for r in requests]
+            answers = [loglikelihood_answer(r) for r in requests]
             return layout.blocks(answers, n, True).content_free
     return None

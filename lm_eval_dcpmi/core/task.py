@@ -21,9 +21,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
-from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_dcpmi import __version__
 from lm_eval_dcpmi.core import checks, references, scoring
@@ -45,6 +43,8 @@ from lm_eval_dcpmi.core.tokens import (
 from lm_eval_dcpmi.data.digests import task_data_files
 from lm_eval_dcpmi.data.user_json import loading_json
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.harness import tasks as harness_tasks
+from lm_eval_dcpmi.harness.templates import jinja_env
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def affix(value: str, before: str = "", after: str = "") -> str:
 
 # lm-eval renders every template with this one Jinja environment (it registers
 # its own `regex_replace` filter the same way).
-lm_utils.env.filters.setdefault("affix", affix)
+jinja_env().filters.setdefault("affix", affix)
 
 
 class _QuietOwnDatasets(logging.Filter):
@@ -68,7 +68,7 @@ class _QuietOwnDatasets(logging.Filter):
         return not (message.startswith("dcpmi_") and ": Custom kwargs can be passed" in message)
 
 
-logging.getLogger("lm_eval.api.task").addFilter(_QuietOwnDatasets())
+harness_tasks.filter_task_logs(_QuietOwnDatasets())
 
 
 def _trailing_whitespace(text: str) -> str:
@@ -84,7 +84,7 @@ def premise_version(version: Any, domain_premise: str) -> str:
     return f"{version}+premise.{digest}"
 
 
-class DCPMITask(ConfigurableTask):
+class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
     """``ConfigurableTask`` for multiple choice, plus reference-context requests and metrics."""
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -189,9 +189,6 @@ class DCPMITask(ConfigurableTask):
         if self._carrier_due:
             self._carrier_due = False
             contexts += [self.content_free_context(doc, text) for text in self.layout.content_free]
-        instance_kwargs = {
-            k: v for k, v in kwargs.items() if k not in ("apply_chat_template", "chat_template")
-        }
         requests = list(conditional)
         for reference in contexts:
             for request in conditional:
@@ -204,12 +201,8 @@ class DCPMITask(ConfigurableTask):
                 else:
                     pair = ("", _trailing_whitespace(context) + continuation)
                 requests.append(
-                    Instance(
-                        request_type="loglikelihood",
-                        doc=doc,
-                        arguments=(*pair, *request.arguments[2:]),
-                        idx=len(requests),
-                        **instance_kwargs,
+                    harness_tasks.loglikelihood_request(
+                        doc, (*pair, *request.arguments[2:]), len(requests), kwargs
                     )
                 )
         return requests
@@ -260,7 +253,7 @@ class DCPMITask(ConfigurableTask):
                 system_instruction=self._build_options.get("system_instruction"),
                 apply_chat_template=self._build_options.get("apply_chat_template", False),
                 chat_template=self._build_options.get("chat_template"),
-                gen_prefix=self.doc_to_prefix(doc),
+                gen_prefix=harness_tasks.gen_prefix(self, doc),
             )
 
     def content_free_context(self, doc: dict, text: str) -> str:
@@ -277,19 +270,19 @@ class DCPMITask(ConfigurableTask):
                 apply_chat_template=options.get("apply_chat_template", False),
                 fewshot_as_multiturn=options.get("fewshot_as_multiturn", False),
                 chat_template=options.get("chat_template"),
-                gen_prefix=self.doc_to_prefix(content_free_doc),
+                gen_prefix=harness_tasks.gen_prefix(self, content_free_doc),
             )
 
     @contextlib.contextmanager
     def _premise_as_text(self, premise: str) -> Iterator[None]:
         # fewshot_context renders the document through doc_to_text (and, for several
         # inputs, through the option contexts): stand the premise in for both.
-        saved = self.multiple_input
-        self._rendering_premise, self.multiple_input = premise, 0
+        self._rendering_premise = premise
         try:
-            yield
+            with harness_tasks.single_input(self):
+                yield
         finally:
-            self._rendering_premise, self.multiple_input = None, saved
+            self._rendering_premise = None
 
     def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> Any:
         if self._rendering_premise is not None and doc_to_text is None:

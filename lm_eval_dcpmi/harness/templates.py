@@ -1,0 +1,16 @@
+"""lm-eval's Jinja environment, in which every task template is rendered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def jinja_env() -> Any:
+    """The ``jinja2.Environment`` lm-eval renders every task template with.
+
+    0.4: the module global ``lm_eval.utils.env`` (``lm_eval/utils.py``, used by
+    ``apply_template``; StrictUndefined, lm-eval's own ``regex_replace`` filter).
+    """
+    from lm_eval import utils
+
+    return utils.env
