@@ -60,10 +60,16 @@ def wrap_task_manager_init(
     task_manager: type,
     include_path: Callable[[Any], list],
     after_init: Callable[[Any], None],
+    enabled: Callable[[], bool],
+    on_fault: Callable[[Exception], None],
 ) -> None:
-    """Wrap ``task_manager.__init__`` (once): its ``include_path`` argument (None, a path
-    or a list) becomes ``include_path(given)``, and ``after_init(manager)`` runs on every
-    new manager.
+    """Wrap ``task_manager.__init__`` (once): while ``enabled()``, its ``include_path``
+    argument (None, a path or a list) becomes ``include_path(given)``, and
+    ``after_init(manager)`` runs on every new manager.
+
+    A fault there builds the manager again from the caller's own arguments, as lm-eval
+    would without the plugin, then calls ``on_fault(error)`` (which may raise it); when
+    lm-eval fails on the caller's own arguments too, that error is lm-eval's and passes on.
 
     0.4: ``TaskManager.__init__(self, verbosity=None, include_path=None, ...)``
     (``lm_eval/tasks/manager.py``); the argument is bound by name, wherever it is given.
@@ -75,11 +81,20 @@ def wrap_task_manager_init(
 
     @functools.wraps(original)
     def __init__(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
+        if not enabled():
+            return original(self, *args, **kwargs)
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:  # arguments lm-eval refuses: its own error, as without the plugin
+            return original(self, *args, **kwargs)
         bound.apply_defaults()
-        bound.arguments["include_path"] = include_path(bound.arguments.get("include_path"))
-        original(*bound.args, **bound.kwargs)
-        after_init(self)
+        try:
+            bound.arguments["include_path"] = include_path(bound.arguments.get("include_path"))
+            original(*bound.args, **bound.kwargs)
+            after_init(self)
+        except Exception as error:
+            original(self, *args, **kwargs)
+            on_fault(error)
 
     __init__._dcpmi_patched = True  # type: ignore[attr-defined]
     task_manager.__init__ = __init__
