@@ -105,3 +105,24 @@ def test_lm_eval_compat_is_folded_into_the_seam() -> None:
         "tasks.py",
         "templates.py",
     ]
+
+
+def test_lm_evals_custom_dataset_advice_is_quiet_for_the_plugins_tasks_only(caplog) -> None:
+    import logging
+
+    import lm_eval_dcpmi.core.task  # noqa: F401  (it sets the filter up)
+    from lm_eval_dcpmi.harness.tasks import TASK_LOGGERS
+
+    advice = (  # lm-eval 0.4.13, ConfigurableTask.download
+        ": Custom kwargs can be passed to `--metadata` in console (as json string) or to the "
+        "TaskManager."
+    )
+    with caplog.at_level(logging.INFO):
+        for name in TASK_LOGGERS:
+            logging.getLogger(name).info("dcpmi_copa" + advice)
+            logging.getLogger(name).info("my_task" + advice)
+            logging.getLogger(name).info("dcpmi_copa: another message")
+    assert [record.getMessage() for record in caplog.records] == [
+        "my_task" + advice,
+        "dcpmi_copa: another message",
+    ] * len(TASK_LOGGERS)

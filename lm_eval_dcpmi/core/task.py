@@ -59,16 +59,9 @@ def affix(value: str, before: str = "", after: str = "") -> str:
 jinja_env().filters.setdefault("affix", affix)
 
 
-class _QuietOwnDatasets(logging.Filter):
-    """Drops lm-eval's per-task advice on custom_dataset kwargs for the plugin's own tasks
-    (their loaders take the data folder from --metadata already, as the README says)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not (message.startswith("dcpmi_") and ": Custom kwargs can be passed" in message)
-
-
-harness_tasks.filter_task_logs(_QuietOwnDatasets())
+# lm-eval advises every task with a custom_dataset on its kwargs; the plugin's own tasks'
+# loaders take the data folder from --metadata already, as the README says.
+harness_tasks.quiet_custom_dataset_advice("dcpmi_")
 
 
 def _trailing_whitespace(text: str) -> str:

@@ -27,10 +27,26 @@ def task_class() -> type:
     return ConfigurableTask
 
 
-def filter_task_logs(log_filter: logging.Filter) -> None:
-    """Add ``log_filter`` to the loggers of lm-eval's task classes."""
+class _QuietCustomDatasetAdvice(logging.Filter):
+    """Drops lm-eval's advice on custom_dataset kwargs for the tasks named ``prefix...``.
+
+    0.4: ``ConfigurableTask.download`` logs ``"<task>: Custom kwargs can be passed ..."``.
+    """
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (message.startswith(self.prefix) and ": Custom kwargs can be passed" in message)
+
+
+def quiet_custom_dataset_advice(task_prefix: str) -> None:
+    """Silence lm-eval's per-task advice on custom-dataset keyword arguments for the tasks
+    whose names start with ``task_prefix``."""
     for name in TASK_LOGGERS:
-        logging.getLogger(name).addFilter(log_filter)
+        logging.getLogger(name).addFilter(_QuietCustomDatasetAdvice(task_prefix))
 
 
 def multiple_inputs(task: Any) -> bool:
