@@ -102,6 +102,7 @@ def test_lm_eval_compat_is_folded_into_the_seam() -> None:
         "index.py",
         "metrics.py",
         "models.py",
+        "results.py",
         "tasks.py",
         "templates.py",
     ]
@@ -126,3 +127,11 @@ def test_lm_evals_custom_dataset_advice_is_quiet_for_the_plugins_tasks_only(capl
         "my_task" + advice,
         "dcpmi_copa: another message",
     ] * len(TASK_LOGGERS)
+
+
+def test_a_logged_loglikelihood_as_each_lm_eval_release_writes_it() -> None:
+    from lm_eval_dcpmi.harness.results import logged_loglikelihood
+
+    assert logged_loglikelihood(["-10.19205093383789", "False"]) == "-10.19205093383789"  # 0.4
+    assert logged_loglikelihood([["-10.19205093383789", "False"]]) == "-10.19205093383789"
+    assert logged_loglikelihood((-1.5, True)) == -1.5  # simple_evaluate keeps tuples

@@ -26,6 +26,7 @@ class DocumentScoring:
     carrier: bool  # holds the content-free requests
     n_tokens: tuple[int, ...] | None  # per option, in the conditional request
     truncated: float  # requests cut from the left; NaN without tokenizer
+    conditional: tuple[Instance, ...] = ()  # the conditional requests, in option order
 
 
 class PendingDocuments:

@@ -130,6 +130,9 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         # Results name a task by its version: an edited premise must not pass for the old.
         identity = references.identity(self.references, self.content_free_fields)
         self.VERSION = f"{self.VERSION}+premise.{identity}"
+        unsupported = harness_tasks.unsupported_task_form(self)
+        if unsupported is not None:
+            raise DCPMIConfigError(f"task {name} ({self._source}): {unsupported}")
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
         checks.check_documents(self, counter_for_metadata(self.config.metadata))
@@ -195,7 +198,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
                     pair = ("", _trailing_whitespace(context) + continuation)
                 requests.append(
                     harness_tasks.loglikelihood_request(
-                        doc, (*pair, *request.arguments[2:]), len(requests), kwargs
+                        request, doc, (*pair, *request.arguments[2:]), len(requests), kwargs
                     )
                 )
         return requests
@@ -329,14 +332,14 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         if len(requests) != self.layout.n_requests(n, carrier):  # a safeguard
             raise checks.fault(self, doc, doc_id, f"{len(requests)} requests for {n} options.")
         if counter is None:
-            return DocumentScoring(gold, n, carrier, None, float("nan"))
+            return DocumentScoring(gold, n, carrier, None, float("nan"), tuple(requests[:n]))
         counts = [counter.split(*request.arguments[:2]) for request in requests]
         checks.check_token_counts(
             self, doc, doc_id, requests, counts, counter.max_length, n, carrier
         )
         truncated = sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
         n_tokens = tuple(n_cont for _n_ctx, n_cont in counts[:n])
-        return DocumentScoring(gold, n, carrier, n_tokens, float(truncated))
+        return DocumentScoring(gold, n, carrier, n_tokens, float(truncated), tuple(requests[:n]))
 
     def _token_counter(self) -> TokenCounter | None:
         counter = counter_for_metadata(self.config.metadata)
@@ -374,13 +377,20 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
                 "did not build; build_all_requests must run first."
             )
         conditional_results = results[: entry.n_options]
-        if self._metric_override is not None:
-            return super().process_results(doc, conditional_results)
-        blocks = self.layout.blocks([ll for ll, _ in results], entry.n_options, entry.carrier)
         # The task's own metrics (acc_norm, brier_score, ...) from lm-eval's code, on the
         # conditional requests alone; the plugin's rules override acc and acc_norm with
         # the same values wherever every score is finite.
-        own = super().process_results(doc, conditional_results)
+        own = harness_tasks.own_metrics(
+            self,
+            doc,
+            conditional_results,
+            entry.conditional,
+            super().process_results,
+            skip=[metric.name for metric in self.metrics],
+        )
+        if self._metric_override is not None:
+            return own
+        blocks = self.layout.blocks([ll for ll, _ in results], entry.n_options, entry.carrier)
         scores = DocumentScores(
             conditional=blocks.conditional,
             references=blocks.references,

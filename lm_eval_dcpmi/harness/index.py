@@ -14,9 +14,19 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+
+def task_index(manager: Any) -> Mapping[str, Any]:
+    """``manager``'s index: task, group and tag name -> ``lm_eval.tasks._index.Entry``.
+
+    0.4: the public property ``TaskManager.task_index`` (``lm_eval/tasks/manager.py``).
+    0.5.0.dev1: renamed ``TaskManager._task_index`` (same file).
+    """
+    index = getattr(manager, "task_index", None)
+    return manager._task_index if index is None else index
 
 
 def entry_yaml(manager: Any, name: str) -> Path | None:
@@ -25,7 +35,7 @@ def entry_yaml(manager: Any, name: str) -> Path | None:
     ``TaskManager.task_index`` is public; its values are ``lm_eval.tasks._index.Entry``
     dataclasses, whose ``yaml_path`` field is read here.
     """
-    entry = manager.task_index.get(name)
+    entry = task_index(manager).get(name)
     return None if entry is None else entry.yaml_path
 
 
@@ -38,8 +48,8 @@ def indexed_files_with(manager: Any, key: str) -> list[str]:
     """
     return [
         str(entry.yaml_path)
-        for entry in manager.task_index.values()
-        if isinstance(entry.cfg, dict) and key in entry.cfg and entry.yaml_path is not None
+        for entry in task_index(manager).values()
+        if isinstance(entry.cfg, Mapping) and key in entry.cfg and entry.yaml_path is not None
     ]
 
 

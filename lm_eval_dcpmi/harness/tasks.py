@@ -8,13 +8,23 @@ what else it needs of lm-eval's task, its requests and their answers is here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 # The logger of lm-eval's task classes (0.4: ``lm_eval/api/task.py``), where
 # ``ConfigurableTask.download`` logs its advice on custom-dataset keyword arguments.
-TASK_LOGGERS = ("lm_eval.api.task",)
+# 0.5.0.dev1: lm_eval/api/task/_task.py.
+TASK_LOGGERS = ("lm_eval.api.task", "lm_eval.api.task._task")
+
+
+def release_05() -> bool:
+    """True on lm-eval 0.5, whose ``lm_eval.api.task`` package sets ``ConfigurableTask =
+    Task`` and builds a ``MultipleChoiceTask`` for ``output_type: multiple_choice``."""
+    from lm_eval.api import task
+
+    return task.ConfigurableTask is task.Task
 
 
 def task_class() -> type:
@@ -22,9 +32,9 @@ def task_class() -> type:
 
     0.4: ``lm_eval.api.task.ConfigurableTask`` (every output type in one class).
     """
-    from lm_eval.api.task import ConfigurableTask
+    from lm_eval.api import task
 
-    return ConfigurableTask
+    return task.MultipleChoiceTask if release_05() else task.ConfigurableTask
 
 
 class _QuietCustomDatasetAdvice(logging.Filter):
@@ -55,6 +65,8 @@ def multiple_inputs(task: Any) -> bool:
     0.4: ``ConfigurableTask.multiple_input``, the number of options when the first
     document's ``doc_to_text`` gives an int, else 0 (``ConfigurableTask.__init__``).
     """
+    if hasattr(task, "_multiple_inputs"):  # 0.5.0.dev1: Task._multiple_inputs
+        return bool(task._multiple_inputs)
     return bool(task.multiple_input)
 
 
@@ -62,12 +74,13 @@ def multiple_inputs(task: Any) -> bool:
 def single_input(task: Any) -> Iterator[None]:
     """Within the block, lm-eval's prompt builder treats ``task`` as having one input
     (``ConfigurableTask.fewshot_context`` reads ``multiple_input``, 0.4)."""
-    saved = task.multiple_input
-    task.multiple_input = 0
+    name = "_multiple_inputs" if hasattr(task, "_multiple_inputs") else "multiple_input"
+    saved = getattr(task, name)
+    setattr(task, name, False if name == "_multiple_inputs" else 0)
     try:
         yield
     finally:
-        task.multiple_input = saved
+        setattr(task, name, saved)
 
 
 def gen_prefix(task: Any, doc: Any) -> Any:
@@ -75,11 +88,13 @@ def gen_prefix(task: Any, doc: Any) -> Any:
 
     0.4: ``ConfigurableTask.doc_to_prefix`` (``lm_eval/api/task.py``).
     """
-    return task.doc_to_prefix(doc)
+    if hasattr(task, "doc_to_prefix"):
+        return task.doc_to_prefix(doc)
+    return task._resolve_field(doc, task.config.gen_prefix)  # 0.5.0.dev1
 
 
 def loglikelihood_request(
-    doc: Any, arguments: tuple, idx: int, build_options: Mapping[str, Any]
+    like: Any, doc: Any, arguments: tuple, idx: int, build_options: Mapping[str, Any]
 ) -> Any:
     """A loglikelihood request (an lm-eval ``Instance``) of ``doc`` with ``arguments`` and
     index ``idx``, as ``ConfigurableTask.construct_requests`` builds its own from the
@@ -87,9 +102,23 @@ def loglikelihood_request(
     it does not pass on).
 
     0.4: ``Instance(request_type, doc, arguments, idx, **kwargs)`` with ``kwargs`` less
-    ``apply_chat_template`` and ``chat_template`` (``lm_eval/api/task.py``).
+    ``apply_chat_template`` and ``chat_template`` (``lm_eval/api/task.py``). 0.5.0.dev1:
+    ``Instance`` takes ``task_name``, ``doc_id`` and ``repeats`` as fields, a dict
+    ``metadata`` and a ``target``: the new request copies ``like``, the document's
+    conditional request as ``MultipleChoiceTask.construct_requests`` built it.
     """
     from lm_eval.api.instance import Instance
+
+    if release_05():
+        metadata = like.metadata
+        return dataclasses.replace(
+            like,
+            arguments=arguments,
+            idx=idx,
+            resps=[],
+            filtered_resps={},
+            metadata=dict(metadata) if isinstance(metadata, dict) else metadata,
+        )
 
     kwargs = {
         k: v for k, v in build_options.items() if k not in ("apply_chat_template", "chat_template")
@@ -113,3 +142,62 @@ def fewshot_random(task: Any) -> Any:
     ``ContextSampler.rnd``, a ``random.Random``).
     """
     return getattr(getattr(task, "sampler", None), "rnd", None)
+
+
+def own_metrics(
+    task: Any,
+    doc: Any,
+    results: list[tuple[float, bool]],
+    conditional: Sequence[Any],
+    process_results: Callable[[Any, list], Any],
+    skip: Collection[str] = (),
+) -> dict[str, Any]:
+    """lm-eval's own per-document metrics of the task's conditional requests (``conditional``,
+    lm-eval ``Instance`` objects in option order; ``results`` their answers), those named in
+    ``skip`` (the plugin's own) left out on 0.5.
+
+    0.4: ``ConfigurableTask.process_results`` (``lm_eval/api/task.py``), given as
+    ``process_results`` (the parent class's, bound to the task), computes them itself.
+    0.5.0.dev1: ``Task.process_results`` returns None unless the config has
+    ``process_results:``, and the task's scorers compute them: this mirrors
+    ``LLScorer.score_doc`` (``lm_eval/scorers/_base.py``): ``LLResults.from_instances`` of
+    the conditional requests, each metric's ``compute`` as ``Scorer._dispatch_metrics``
+    calls it.
+    """
+    if not release_05():
+        return process_results(doc, results)
+    if callable(task.config.process_results):
+        own = process_results(doc, results) or {}
+        return {name: value for name, value in own.items() if name not in skip}
+    from lm_eval.api.metrics.results import LLResults
+
+    found: dict[str, Any] = {}
+    for scorer in task.scorers:
+        predictions = LLResults.from_instances(list(conditional), scorer.name)
+        for metric in scorer.metrics or []:
+            if metric.name in skip or metric.name in found:
+                continue
+            score = metric.compute(predictions.targets, predictions, **scorer.context)
+            found.update(score if isinstance(score, dict) else {metric.name: score})
+    return found
+
+
+def unsupported_task_form(task: Any) -> str | None:
+    """Why this lm-eval release cannot build the task's prompts (None: it can).
+
+    0.4 detects several inputs from ``doc_to_text`` giving the gold index
+    (``ConfigurableTask.__init__``). 0.5.0.dev1 needs ``multiple_inputs: true`` and another
+    shape (``doc_to_text`` gives the contexts, ``doc_to_choice`` one continuation:
+    ``MultipleChoiceTask.construct_requests``), and asserts a string prompt otherwise
+    (``Task.fewshot_context``).
+    """
+    if not release_05() or task._multiple_inputs or not len(task.eval_docs):
+        return None
+    text = task.doc_to_text(task.eval_docs[0])
+    if isinstance(text, int) or (isinstance(text, str) and text.isdigit()):
+        return (
+            "its doc_to_text gives an option index (lm-eval 0.4's multiple-input form), which "
+            "lm-eval 0.5.0.dev1 does not build (it wants `multiple_inputs: true` and another "
+            "shape); run it with lm-eval 0.4.13."
+        )
+    return None

@@ -13,4 +13,9 @@ def jinja_env() -> Any:
     """
     from lm_eval import utils
 
-    return utils.env
+    env = getattr(utils, "env", None)
+    if env is None:  # 0.5.0.dev1: lm_eval/config/templates.py, one cached environment
+        from lm_eval.config.templates import _jinja_env
+
+        env = _jinja_env()
+    return env
