@@ -94,6 +94,17 @@ def same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def same_value(a: Any, b: Any) -> bool:
+    """Two logged metric values alike: numbers (JSONL holds them as strings), or lists of
+    them (``acc_bc``'s per-document item)."""
+    if isinstance(a, list) or isinstance(b, list):
+        a, b = list(a or []), list(b or [])
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if a is None or b is None:
+        return False
+    return same(float(a), float(b))
+
+
 def compare_documents(
     task: str, first: dict[int, dict[str, Any]], other: dict[int, dict[str, Any]]
 ) -> tuple[int, list[str], float]:
@@ -118,7 +129,7 @@ def compare_documents(
             differences.append(f"{where}: metrics {a['metrics']} != {b['metrics']}")
         for name in a["metrics"]:
             value_a, value_b = a.get(name), b.get(name)
-            if value_a is None or value_b is None or not same(float(value_a), float(value_b)):
+            if not same_value(value_a, value_b):
                 differences.append(f"{where}: {name} {value_a} != {value_b}")
     return len(set(first) & set(other)), differences, largest
 

@@ -410,7 +410,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
                 self.config.task,
                 doc.get("source", "a document") if isinstance(doc, dict) else "a document",
             )
-        return {**own, **values, "truncated": entry.truncated}
+        return harness_tasks.document_metrics({**own, **values, "truncated": entry.truncated})
 
 
 __all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list"]

@@ -201,3 +201,16 @@ def unsupported_task_form(task: Any) -> str | None:
             "shape); run it with lm-eval 0.4.13."
         )
     return None
+
+
+def document_metrics(values: dict[str, Any]) -> dict[str, Any]:
+    """A document's metrics as ``process_results`` returns them to lm-eval.
+
+    0.4: as they are (``ConfigurableTask.process_results``' dict, one value per metric).
+    0.5.0.dev1: ``Task._try_process_results`` reads a list as one value per repeat
+    (``normalize_to_list``, ``lm_eval/api/_utils.py``), so a value that is itself a list
+    (``acc_bc``'s per-document item) is wrapped as the one repeat's value.
+    """
+    if not release_05():
+        return values
+    return {name: [value] if isinstance(value, list) else value for name, value in values.items()}
