@@ -135,3 +135,19 @@ def test_a_logged_loglikelihood_as_each_lm_eval_release_writes_it() -> None:
     assert logged_loglikelihood(["-10.19205093383789", "False"]) == "-10.19205093383789"  # 0.4
     assert logged_loglikelihood([["-10.19205093383789", "False"]]) == "-10.19205093383789"
     assert logged_loglikelihood((-1.5, True)) == -1.5  # simple_evaluate keeps tuples
+
+
+def test_a_template_error_as_the_template_raised_it() -> None:
+    import jinja2
+
+    from lm_eval_dcpmi.harness.templates import template_error
+
+    undefined = jinja2.UndefinedError("'premise' is undefined")
+    try:  # lm-eval 0.5.0.dev1's apply_template wraps what the template raised
+        raise ValueError("Error rendering template: {{premise}} with doc: {}") from undefined
+    except ValueError as wrapped:
+        assert template_error(wrapped) is undefined
+    other = ValueError("bad value")
+    other.__cause__ = KeyError("x")
+    assert template_error(other) is other  # a user's function's own error stays itself
+    assert template_error(undefined) is undefined  # 0.4 passes Jinja's error through

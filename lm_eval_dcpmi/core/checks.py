@@ -23,8 +23,8 @@ from lm_eval.api.instance import Instance
 from lm_eval_dcpmi.core import null_fields
 from lm_eval_dcpmi.core.tokens import TokenCounter
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
-from lm_eval_dcpmi.harness.tasks import multiple_inputs
-from lm_eval_dcpmi.harness.templates import jinja_env
+from lm_eval_dcpmi.harness.tasks import multiple_inputs, raw_target
+from lm_eval_dcpmi.harness.templates import jinja_env, template_error
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +81,17 @@ def rendered(
         return render(doc)
     except DCPMIError:
         raise
-    except jinja2.UndefinedError as err:  # lm-eval's environment is StrictUndefined
-        fields = field_names(doc)
-        raise fault(
-            task,
-            doc,
-            doc_id,
-            f"{what} uses a field the document lacks: {err}; the document's fields: {fields}. "
-            "Fix the template in the task's YAML, or the data.",
-        ) from err
-    except Exception as err:  # a user's template or !function: any error is theirs to fix
+    except Exception as raised:  # a user's template or !function: any error is theirs to fix
+        err = template_error(raised)  # as the template raised it, whatever lm-eval wraps
+        if isinstance(err, jinja2.UndefinedError):  # lm-eval's environment is StrictUndefined
+            fields = field_names(doc)
+            raise fault(
+                task,
+                doc,
+                doc_id,
+                f"{what} uses a field the document lacks: {err}; the document's fields: "
+                f"{fields}. Fix the template in the task's YAML, or the data.",
+            ) from err
         raise fault(task, doc, doc_id, f"{what} failed: {type(err).__name__}: {err}.") from err
 
 
@@ -109,9 +110,11 @@ def options(task: Any, doc: Any, doc_id: int) -> list[str]:
 def gold_index(task: Any, doc: Any, doc_id: int, choices: list[str]) -> int:
     """The gold option's index (one option: several gold options are not supported)."""
     # Several inputs (Winogrande form): doc_to_text gives the gold option's index.
-    field = "doc_to_text" if multiple_inputs(task) else "doc_to_target"
-    gold = rendered(task, field, getattr(task, field), doc, doc_id)
-    if isinstance(gold, str) and not multiple_inputs(task):
+    several = multiple_inputs(task)
+    field = "doc_to_text" if several else "doc_to_target"
+    render = task.doc_to_text if several else lambda d: raw_target(task, d)
+    gold = rendered(task, field, render, doc, doc_id)
+    if isinstance(gold, str) and not several:
         if gold not in choices:
             raise fault(task, doc, doc_id, f"target {gold!r} is not among the options {choices}.")
         gold = choices.index(gold)

@@ -214,3 +214,19 @@ def document_metrics(values: dict[str, Any]) -> dict[str, Any]:
     if not release_05():
         return values
     return {name: [value] if isinstance(value, list) else value for name, value in values.items()}
+
+
+def raw_target(task: Any, doc: Any) -> Any:
+    """The document's target as its ``doc_to_target`` gives it (an index or an option's
+    text), before lm-eval looks it up among the options.
+
+    0.4: ``ConfigurableTask.doc_to_target`` (``lm_eval/api/task.py``) gives it as is.
+    0.5.0.dev1: ``MultipleChoiceTask.doc_to_target`` (``lm_eval/api/task/_ll.py``) turns it
+    into an index (None, with a warning, when it is no option); its parent
+    ``Task.doc_to_target`` (``lm_eval/api/task/_task.py``) gives it as is.
+    """
+    if release_05():
+        from lm_eval.api.task import Task
+
+        return Task.doc_to_target(task, doc)
+    return task.doc_to_target(doc)

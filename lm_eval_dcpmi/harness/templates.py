@@ -19,3 +19,20 @@ def jinja_env() -> Any:
 
         env = _jinja_env()
     return env
+
+
+def template_error(error: Exception) -> BaseException:
+    """The error a task's template or function raised, as lm-eval's rendering passed it on.
+
+    0.4: ``lm_eval.utils.apply_template`` lets Jinja's error through. 0.5.0.dev1:
+    ``apply_template`` (``lm_eval/config/templates.py``) raises ``ValueError("Error
+    rendering template: ...")`` from it; the error itself is its ``__cause__``.
+    """
+    cause = error.__cause__
+    if (
+        isinstance(error, ValueError)
+        and cause is not None
+        and str(error).startswith("Error rendering template:")
+    ):
+        return cause
+    return error
