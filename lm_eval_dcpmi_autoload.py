@@ -28,21 +28,32 @@ HOOKS = {
 }
 
 
+# The plugin itself failed to import: said once, then lm-eval runs without it.
+_unimportable = False
+
+
 def _run_hook(name: str, module: object) -> None:
+    """Run the hook; a fault never breaks lm-eval's own import (``_autoload.run_hook``
+    warns once, then lm-eval runs as if the plugin were absent)."""
+    global _unimportable
     hook = HOOKS[name][0]
+    what = f"its start-up hook {hook}({name})"
+    if _unimportable:
+        return
     try:
         from lm_eval_dcpmi import _autoload
-
-        getattr(_autoload, hook)(module)
-    except Exception as error:  # never break lm-eval's own import: say what is missing
+    except Exception as error:
+        _unimportable = True
         import warnings
 
         warnings.warn(
-            f"lm-eval-dcpmi: its start-up hook {hook}({name}) failed ({error!r}), so "
-            "lm_eval may not know the plugin's tasks or models; use `dcpmi run`, or "
-            f"--include_path, or set {SWITCH}=0 to switch the hook off.",
+            f"lm-eval-dcpmi: {what} failed ({error!r}); lm_eval goes on without the "
+            "plugin's tasks and models. `dcpmi run` shows the error; "
+            f"{SWITCH}=0 switches the hook off.",
             stacklevel=2,
         )
+        return
+    _autoload.run_hook(hook, module, what)
 
 
 class LmEvalWatcher:
@@ -85,6 +96,7 @@ def install() -> None:
     modules already imported. Idempotent."""
     from lm_eval_dcpmi import _autoload
 
+    _autoload.fail_loudly()
     watch()
     for name, (hook, before_exec) in HOOKS.items():
         if not before_exec and name in sys.modules:

@@ -13,15 +13,19 @@ calls the hook of that name here (this module never imports that one back):
 * ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
   program as one message (``errors.install_excepthook``).
 
-Only public lm-eval names are used: ``TaskManager.__init__`` and its ``include_path``,
-``lm_eval.api.registry.model_registry``.
+The hooks fail soft: a fault of the plugin's part (here, or in ``harness`` on an lm-eval it
+does not know) warns once, and from then on lm-eval runs as if the plugin were absent; a
+``TaskManager`` being built when it happens is built again from its caller's arguments.
+``dcpmi run`` (``lm_eval_dcpmi_autoload.install``) wants the error itself: ``fail_loudly``.
+
+What this touches of lm-eval (``TaskManager.__init__`` and its ``include_path``, the
+model registry) goes through ``harness.index`` and ``harness.models``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -59,36 +63,79 @@ def extra_task_folders(folders: Sequence[str | Path]) -> Iterator[None]:
             _extra_task_folders.remove(folder)
 
 
+# The warning of the plugin's first fault in lm-eval; from then on the hooks do nothing.
+_fault: str | None = None
+# Set by `dcpmi run`: a fault raises instead (the run needs the plugin).
+_loud = False
+
+
+def plugin_fault(what: str, error: Exception) -> None:
+    """The plugin's part in lm-eval failed: warn once and switch the hooks off (or, under
+    ``fail_loudly``, raise ``error``)."""
+    global _fault
+    if _loud:
+        raise error
+    if _fault is not None:
+        return
+    _fault = (
+        f"lm-eval-dcpmi: {what} failed ({error!r}); lm_eval goes on without the plugin's "
+        "tasks and models. `dcpmi run` shows the error; LM_EVAL_DCPMI_AUTOLOAD=0 switches "
+        "the hook off."
+    )
+    warnings.warn(_fault, stacklevel=2)
+
+
+def plugin_on() -> bool:
+    """False once a fault switched the hooks off."""
+    return _loud or _fault is None
+
+
+def fail_loudly() -> None:
+    """From now on a fault of the hooks raises (``dcpmi run`` needs the plugin)."""
+    global _loud
+    _loud = True
+
+
+def run_hook(hook: str, module: ModuleType | None, what: str) -> None:
+    """Call this module's ``hook`` with ``module`` unless a fault switched the hooks off;
+    a fault warns once (``plugin_fault``), never breaks lm-eval's own import."""
+    if not plugin_on():
+        return
+    try:
+        globals()[hook](module)
+    except Exception as error:
+        plugin_fault(what, error)
+
+
 def patch_task_manager(module: ModuleType) -> None:
     """Wrap ``TaskManager.__init__``: the plugin's tasks and the extra folders are always
     indexed, and ``derive`` learns which derived YAMLs the new manager indexed."""
-    task_manager = module.TaskManager
-    original = task_manager.__init__
-    if getattr(original, "_dcpmi_patched", False):
-        return
-    signature = inspect.signature(original)
+    from lm_eval_dcpmi.harness.index import wrap_task_manager_init
 
-    @functools.wraps(original)
-    def __init__(self, *args, **kwargs):
-        bound = signature.bind(self, *args, **kwargs)
-        bound.apply_defaults()
-        include = with_plugin_path(bound.arguments.get("include_path"))
-        bound.arguments["include_path"] = [*include, *_extra_task_folders]
-        original(*bound.args, **bound.kwargs)
-        from lm_eval_dcpmi.core.derive import note_task_manager
+    wrap_task_manager_init(
+        module.TaskManager,
+        _include_path,
+        _note_task_manager,
+        enabled=plugin_on,
+        on_fault=lambda error: plugin_fault("its TaskManager hook", error),
+    )
 
-        note_task_manager(self)
 
-    __init__._dcpmi_patched = True  # type: ignore[attr-defined]
-    task_manager.__init__ = __init__
+def _include_path(given: object) -> list:
+    return [*with_plugin_path(given), *_extra_task_folders]
+
+
+def _note_task_manager(manager: object) -> None:
+    from lm_eval_dcpmi.core.derive import note_task_manager
+
+    note_task_manager(manager)
 
 
 def register_models(_models: ModuleType) -> None:
     """Register the plugin's model backends by name, without importing them yet."""
-    from lm_eval.api.registry import model_registry
+    from lm_eval_dcpmi.harness.models import register_model
 
-    if "hf-prefix" not in model_registry:
-        model_registry.register("hf-prefix", target="lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM")
+    register_model("hf-prefix", target="lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM")
 
 
 def on_lm_eval_cli(_main: ModuleType | None) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -152,3 +153,119 @@ def test_python_api_with_a_loaded_model(hf_lm):
     # With the tokenizer known, acc_avg and truncated are numbers (NaN without one).
     assert row["acc_avg,none"] in (0.0, 0.5, 1.0)
     assert row["truncated,none"] == 0.0
+
+
+# ------------------------------------------------ a fault of the plugin's part fails soft
+
+TINY_TASK = """\
+task: tiny_plain
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "{{{{question}}}}"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: answer
+metric_list:
+  - metric: acc
+"""
+
+
+def tiny_plain_task(folder: Path) -> Path:
+    """A plain lm-eval task (no DC-PMI) on a two-document local file, in ``folder``."""
+    data = folder / "tiny.jsonl"
+    rows = [
+        {"question": "Is snow cold?", "choices": ["yes", "no"], "answer": 0},
+        {"question": "Is fire cold?", "choices": ["yes", "no"], "answer": 1},
+    ]
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    (folder / "tiny_plain.yaml").write_text(TINY_TASK.format(data=data), encoding="utf-8")
+    return folder
+
+
+def fault_message(what: str, error: str) -> str:
+    return (
+        f"lm-eval-dcpmi: {what} failed ({error}); lm_eval goes on without the plugin's "
+        "tasks and models. `dcpmi run` shows the error; LM_EVAL_DCPMI_AUTOLOAD=0 switches "
+        "the hook off."
+    )
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("where", ["_autoload.with_plugin_path", "derive.note_task_manager"])
+def test_a_fault_in_the_task_manager_hook_leaves_lm_eval_as_without_the_plugin(
+    monkeypatch, tmp_path, where
+):
+    """Before lm-eval indexes (the plugin's folders) or after (derive's note): one warning,
+    and every TaskManager indexes what it would without the plugin."""
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi import _autoload
+    from lm_eval_dcpmi.core import derive
+
+    def broken(_argument):
+        raise RuntimeError("the plugin is broken")
+
+    module, name = where.split(".")
+    monkeypatch.setattr({"_autoload": _autoload, "derive": derive}[module], name, broken)
+    monkeypatch.setattr(_autoload, "_fault", None)
+    monkeypatch.setattr(_autoload, "_loud", False)  # an in-process `dcpmi run` set it
+    folder = str(tiny_plain_task(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        managers = [TaskManager(include_path=folder, include_defaults=False) for _ in range(2)]
+    assert [sorted(manager.all_tasks) for manager in managers] == [["tiny_plain"]] * 2
+    assert [str(w.message) for w in caught if "lm-eval-dcpmi" in str(w.message)] == [
+        fault_message("its TaskManager hook", "RuntimeError('the plugin is broken')")
+    ]
+
+
+@pytest.mark.fast
+def test_dcpmi_run_gets_the_task_manager_hooks_fault_itself(monkeypatch, tmp_path):
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi import _autoload
+
+    def broken(_given):
+        raise RuntimeError("the plugin is broken")
+
+    monkeypatch.setattr(_autoload, "with_plugin_path", broken)
+    monkeypatch.setattr(_autoload, "_loud", True)  # as lm_eval_dcpmi_autoload.install sets
+    with pytest.raises(RuntimeError, match="^the plugin is broken$"):
+        TaskManager(include_path=str(tiny_plain_task(tmp_path)), include_defaults=False)
+
+
+FAULTY_HOOK = """
+import sys
+from lm_eval_dcpmi.harness import index
+
+def moved(*args, **kwargs):
+    raise AttributeError("TaskManager moved")
+
+index.wrap_task_manager_init = moved  # as on an lm-eval release whose TaskManager moved
+from lm_eval.__main__ import cli_evaluate
+sys.argv = ["lm_eval", "--model", "dummy", "--tasks", "tiny_plain", "--include_path", %r]
+cli_evaluate()
+"""
+
+
+def test_a_plain_lm_eval_task_runs_when_the_start_up_hook_fails(tmp_path):
+    """lm_eval's command line, a plain task on the dummy model, with the plugin's start-up
+    hook failing: one warning, then the run as without the plugin."""
+    folder = str(tiny_plain_task(tmp_path))
+    completed = subprocess.run(
+        [sys.executable, "-c", FAULTY_HOOK % folder],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    (line,) = [line for line in completed.stderr.splitlines() if "lm-eval-dcpmi" in line]
+    hook = "its start-up hook patch_task_manager(lm_eval.tasks.manager)"
+    assert line.endswith(fault_message(hook, "AttributeError('TaskManager moved')"))
+    table = [row.replace(" ", "") for row in completed.stdout.splitlines()]
+    assert any(row.startswith("|tiny_plain|") and "|acc|" in row for row in table)

@@ -39,13 +39,13 @@ def parse_namespace(argv: Sequence[str]) -> argparse.Namespace:
     public function that parses a command line without running it. Bad options end here
     as they would in lm-eval: argparse's usage message, exit status 2.
     """
-    from lm_eval._cli import HarnessCLI
+    from lm_eval_dcpmi.harness.cli import harness_parser
 
     _check_json_options(argv)
     saved = sys.argv
     sys.argv = ["lm_eval", *argv]
     try:
-        return HarnessCLI().parse_args()
+        return harness_parser().parse_args()
     except ValueError as err:  # e.g. bad JSON in --model_args or --metadata: a traceback
         raise DCPMIError(f"lm-eval: {err}{_first_json_error(argv)}") from None
     finally:
@@ -150,12 +150,12 @@ def task_names(tasks: Any) -> list[str]:
 
 
 def _config(namespace: argparse.Namespace) -> Any:
-    from lm_eval.config.evaluate_config import EvaluatorConfig
+    from lm_eval_dcpmi.harness.cli import evaluator_config
 
     namespace.samples = _samples_option(getattr(namespace, "samples", None))
     try:
         with quietly():
-            config = EvaluatorConfig.from_cli(namespace)
+            config = evaluator_config(namespace)
     except (ValueError, TypeError, OSError) as err:  # lm-eval's own checks of the options
         raise DCPMIError(f"lm-eval: {err}") from None
     if config.samples is not None:

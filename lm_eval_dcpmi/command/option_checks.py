@@ -166,9 +166,9 @@ def check_request_cache(cache_requests: dict[str, bool] | str) -> None:
         }
     if not any(cache_requests.values()):
         return
-    from lm_eval.caching import cache
+    from lm_eval_dcpmi.harness.runs import request_cache_folder
 
-    folder = Path(cache.PATH)
+    folder = request_cache_folder()
     if cache_requests.get("delete_requests_cache"):
         problem = f"{folder} is a file, not a folder" if folder.is_file() else None
     else:
@@ -226,9 +226,9 @@ def model_errors(config: Any) -> Iterator[None]:
             raise
         what = "a file of the model's from the Hugging Face Hub"
         if config.model == "dummy" and config.apply_chat_template:
-            from lm_eval.models.dummy import DummyLM
+            from lm_eval_dcpmi.harness.runs import dummy_tokenizer_name
 
-            name = getattr(DummyLM, "tokenizer_name", None)
+            name = dummy_tokenizer_name()
             what = (
                 f"the Hub tokenizer {name!r}, which lm-eval's dummy model renders "
                 "--apply_chat_template with,"

@@ -232,7 +232,7 @@ def evaluate(
 ) -> int:
     """Step 2: lm-eval's own ``run`` command on ``argv``; the results files it wrote name
     the model portably (``leaderboard.portable``); then the DC-PMI table."""
-    from lm_eval.__main__ import cli_evaluate
+    from lm_eval_dcpmi.harness.cli import cli_evaluate
 
     argv = list(argv)
     config = checked.config

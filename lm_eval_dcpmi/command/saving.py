@@ -136,9 +136,9 @@ class _Reasons(logging.Handler):
 @contextlib.contextmanager
 def watched() -> Iterator[SavedFiles]:
     """Within the block, every ``EvaluationTracker``'s saves are checked and noted."""
-    from lm_eval.loggers import evaluation_tracker
+    from lm_eval_dcpmi.harness.runs import evaluation_tracker_class
 
-    tracker_class = evaluation_tracker.EvaluationTracker
+    tracker_class = evaluation_tracker_class()
     save_aggregated = tracker_class.save_results_aggregated
     save_samples = tracker_class.save_results_samples
     saved = SavedFiles()

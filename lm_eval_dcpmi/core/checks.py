@@ -18,12 +18,13 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
-from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.core import null_fields
 from lm_eval_dcpmi.core.tokens import TokenCounter
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
+from lm_eval_dcpmi.harness.tasks import multiple_inputs, raw_target
+from lm_eval_dcpmi.harness.templates import jinja_env, template_error
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def compile_premise(
             f"whitespace; a reference context needs some text. Fix its {line} line."
         )
     try:
-        return lm_utils.env.from_string(template)
+        return jinja_env().from_string(template)
     except jinja2.TemplateError as err:
         raise DCPMIConfigError(
             f"task {task_name} ({source}): the {reference} premise {template!r} is not a valid "
@@ -80,16 +81,17 @@ def rendered(
         return render(doc)
     except DCPMIError:
         raise
-    except jinja2.UndefinedError as err:  # lm-eval's environment is StrictUndefined
-        fields = field_names(doc)
-        raise fault(
-            task,
-            doc,
-            doc_id,
-            f"{what} uses a field the document lacks: {err}; the document's fields: {fields}. "
-            "Fix the template in the task's YAML, or the data.",
-        ) from err
-    except Exception as err:  # a user's template or !function: any error is theirs to fix
+    except Exception as raised:  # a user's template or !function: any error is theirs to fix
+        err = template_error(raised)  # as the template raised it, whatever lm-eval wraps
+        if isinstance(err, jinja2.UndefinedError):  # lm-eval's environment is StrictUndefined
+            fields = field_names(doc)
+            raise fault(
+                task,
+                doc,
+                doc_id,
+                f"{what} uses a field the document lacks: {err}; the document's fields: "
+                f"{fields}. Fix the template in the task's YAML, or the data.",
+            ) from err
         raise fault(task, doc, doc_id, f"{what} failed: {type(err).__name__}: {err}.") from err
 
 
@@ -108,9 +110,11 @@ def options(task: Any, doc: Any, doc_id: int) -> list[str]:
 def gold_index(task: Any, doc: Any, doc_id: int, choices: list[str]) -> int:
     """The gold option's index (one option: several gold options are not supported)."""
     # Several inputs (Winogrande form): doc_to_text gives the gold option's index.
-    field = "doc_to_text" if task.multiple_input else "doc_to_target"
-    gold = rendered(task, field, getattr(task, field), doc, doc_id)
-    if isinstance(gold, str) and not task.multiple_input:
+    several = multiple_inputs(task)
+    field = "doc_to_text" if several else "doc_to_target"
+    render = task.doc_to_text if several else lambda d: raw_target(task, d)
+    gold = rendered(task, field, render, doc, doc_id)
+    if isinstance(gold, str) and not several:
         if gold not in choices:
             raise fault(task, doc, doc_id, f"target {gold!r} is not among the options {choices}.")
         gold = choices.index(gold)
@@ -171,7 +175,7 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
             duplicated.append((doc_id, doc, f", {twice!r} {times}"))
         if window is None:
             continue
-        if task.multiple_input:  # the options are contexts; the target is the continuation
+        if multiple_inputs(task):  # the options are contexts; the target is the continuation
             target = rendered(task, "doc_to_target", task.doc_to_target, doc, doc_id)
             continuations = {-1: f"{delimiter}{target}"}
         else:
@@ -218,7 +222,7 @@ def _check_fixed_labels(
             f"content-free field(s) {missing} are not among the document's "
             f"fields ({fields}); fix `content_free_fields:` in the task's YAML.",
         )
-    if task.multiple_input:
+    if multiple_inputs(task):
         raise fault(task, doc, doc_id, f"the options are contexts, not labels. {how}")
     if len(set(choices)) < len(choices):
         raise fault(task, doc, doc_id, f"options {choices!r} repeat. {how}")

@@ -26,8 +26,8 @@ import difflib
 import weakref
 from typing import Any
 
-from lm_eval_dcpmi import _lm_eval_compat as lm_eval_compat
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.harness import index as lm_eval_index
 
 BASE_TASK_KEY = "base_task"
 # Keys that place the *base* task in groups and tags (or name it in tables): the
@@ -44,7 +44,7 @@ _INDEXED_BY: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary
 def note_task_manager(manager: Any) -> None:
     """Remember ``manager`` as the one whose index holds the base tasks of the derived
     YAMLs (those with ``base_task``) it indexed. Called for every new ``TaskManager``."""
-    for source in lm_eval_compat.indexed_files_with(manager, BASE_TASK_KEY):
+    for source in lm_eval_index.indexed_files_with(manager, BASE_TASK_KEY):
         _INDEXED_BY[source] = manager
 
 
@@ -80,7 +80,7 @@ def with_base_task(config: dict[str, Any], task_class: type) -> dict[str, Any]:
     if option is not None:
         # `dcpmi run --dcpmi_task` wrote the YAML into a temporary folder, gone after the
         # run: results and errors name the option and the base task's YAML instead.
-        base_yaml = lm_eval_compat.entry_yaml(manager, base_name)
+        base_yaml = lm_eval_index.entry_yaml(manager, base_name)
         merged["metadata"]["config_source"] = (
             f"dcpmi run --dcpmi_task {option!r}, the DC-PMI variant of {base_name} ({base_yaml})"
         )
@@ -98,7 +98,7 @@ def _base_config(
                 f"its tasks with its own `{BASE_TASK_KEY}` (and group them), or use a "
                 "ready-made variant (e.g. `--tasks mmlu_dcpmi`, `--tasks dcpmi_lm_eval`)."
             )
-    yaml_path = lm_eval_compat.entry_yaml(manager, base_name)
+    yaml_path = lm_eval_index.entry_yaml(manager, base_name)
     if yaml_path is None:
         close = difflib.get_close_matches(base_name, manager.all_tasks, n=5, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -106,7 +106,7 @@ def _base_config(
             f"{where}: base task {base_name!r} is not a registered task ({searched}).{hint} "
             "A task of your own needs its folder in --include_path."
         )
-    config = lm_eval_compat.load_task_config(yaml_path)
+    config = lm_eval_index.load_task_config(yaml_path)
     for key in BASE_KEYS_DROPPED:
         config.pop(key, None)
     base_class = config.pop("class", None)
@@ -134,7 +134,7 @@ def _check_merged(
                 "remove the line or set `output_type: multiple_choice`."
             )
         raise DCPMIConfigError(
-            f"{where}: base task {base_name!r} ({lm_eval_compat.entry_yaml(manager, base_name)}) "
+            f"{where}: base task {base_name!r} ({lm_eval_index.entry_yaml(manager, base_name)}) "
             f"has `output_type: {output_type}`; DC-PMI scores the options of a "
             "`multiple_choice` task."
         )

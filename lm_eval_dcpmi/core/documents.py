@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.core.layout import Layout
+from lm_eval_dcpmi.harness.tasks import loglikelihood_answer
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,7 @@ class DocumentScoring:
     carrier: bool  # holds the content-free requests
     n_tokens: tuple[int, ...] | None  # per option, in the conditional request
     truncated: float  # requests cut from the left; NaN without tokenizer
+    conditional: tuple[Instance, ...] = ()  # the conditional requests, in option order
 
 
 class PendingDocuments:
@@ -87,6 +89,6 @@ def carrier_scores(layout: Layout, instances: Sequence[Instance]) -> dict[str, l
         requests.sort(key=lambda r: r.idx)
         n, carrier = layout.n_options([r.arguments[1] for r in requests])
         if carrier:
-            answers = [float(r.resps[0][0]) for r in requests]
+            answers = [loglikelihood_answer(r) for r in requests]
             return layout.blocks(answers, n, True).content_free
     return None

@@ -12,17 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import lm_eval.api.metrics  # noqa: F401  (lm-eval's own aggregations: "mean", before "sum")
-from lm_eval.api.registry import (
-    AGGREGATION_REGISTRY,
-    DEFAULT_METRIC_REGISTRY,
-    metric_registry,
-    register_aggregation,
-    register_metric,
-)
-
 from lm_eval_dcpmi.core.scoring import DOMAIN, METRICS, Metric, batch_calibrated, task_metrics
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.harness.metrics import add_aggregation, add_metric, default_metrics
 
 
 def total(items: list[float]) -> float:
@@ -36,23 +28,15 @@ def _per_document(items: Any) -> Any:  # lm-eval's own metric functions pass val
 
 # lm-eval has no "sum" aggregation; a metric registered with one needs it in the registry
 # (lm-eval names a metric's default aggregation by looking its function up there).
-if "sum" not in AGGREGATION_REGISTRY:
-    register_aggregation("sum")(total)
-if "batch_calibrated" not in AGGREGATION_REGISTRY:
-    register_aggregation("batch_calibrated")(batch_calibrated)
+add_aggregation("sum", total)
+add_aggregation("batch_calibrated", batch_calibrated)
 
 
 def register_metrics(metrics: Sequence[Metric]) -> None:
     """Register with lm-eval those of ``metrics`` it does not know yet (the table's at
     import; PMI under a task's extra reference contexts when the task is built)."""
     for metric in metrics:
-        if metric.name not in metric_registry:
-            register_metric(
-                metric=metric.name,
-                higher_is_better=metric.higher_is_better,
-                output_type="multiple_choice",
-                aggregation=metric.aggregation,
-            )(_per_document)
+        add_metric(metric.name, metric.higher_is_better, metric.aggregation, _per_document)
 
 
 register_metrics(METRICS)
@@ -76,7 +60,7 @@ def dcpmi_metric_list(
     if configured is None:
         configured = [
             {"metric": name, "aggregation": "mean", "higher_is_better": True}
-            for name in DEFAULT_METRIC_REGISTRY["multiple_choice"]
+            for name in default_metrics("multiple_choice")
         ]
     if metrics is None:  # a task with the domain premise alone
         metrics = task_metrics((DOMAIN,), fixed_labels=False)

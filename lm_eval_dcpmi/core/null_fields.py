@@ -13,7 +13,8 @@ from typing import Any, NoReturn
 
 import jinja2
 import jinja2.meta
-from lm_eval import utils as lm_utils
+
+from lm_eval_dcpmi.harness.templates import jinja_env
 
 
 class _NullUsed(Exception):
@@ -58,9 +59,9 @@ class _Null:
 
 # lm-eval's Jinja environment (its filters, StrictUndefined), where `is none` is also true
 # of a _Null.
-_NULL_ENV = lm_utils.env.overlay()
+_NULL_ENV = jinja_env().overlay()
 _NULL_ENV.tests = {
-    **lm_utils.env.tests,
+    **jinja_env().tests,
     "none": lambda value: value is None or isinstance(value, _Null),
 }
 

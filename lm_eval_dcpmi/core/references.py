@@ -31,6 +31,7 @@ from typing import Any, Literal
 import yaml
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.harness.tasks import fewshot_random
 
 DOMAIN = "domain"
 # Zhao et al. (2021), "Calibrate Before Use", section 5: "N/A", the empty string, "[MASK]".
@@ -185,7 +186,7 @@ def metadata(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) 
 def same_fewshot_draws(task: Any) -> Iterator[None]:
     """Leaves the task's few-shot sampler as it was: a prompt built inside draws its
     examples without changing those the documents built after it draw."""
-    generator = getattr(getattr(task, "sampler", None), "rnd", None)
+    generator = fewshot_random(task)
     state = generator.getstate() if hasattr(generator, "getstate") else None
     try:
         yield

@@ -21,9 +21,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from lm_eval import utils as lm_utils
 from lm_eval.api.instance import Instance
-from lm_eval.api.task import ConfigurableTask
 
 from lm_eval_dcpmi import __version__
 from lm_eval_dcpmi.core import checks, references, scoring
@@ -45,6 +43,8 @@ from lm_eval_dcpmi.core.tokens import (
 from lm_eval_dcpmi.data.digests import task_data_files
 from lm_eval_dcpmi.data.user_json import loading_json
 from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
+from lm_eval_dcpmi.harness import tasks as harness_tasks
+from lm_eval_dcpmi.harness.templates import jinja_env
 
 log = logging.getLogger(__name__)
 
@@ -60,19 +60,12 @@ def affix(value: str, before: str = "", after: str = "") -> str:
 
 # lm-eval renders every template with this one Jinja environment (it registers
 # its own `regex_replace` filter the same way).
-lm_utils.env.filters.setdefault("affix", affix)
+jinja_env().filters.setdefault("affix", affix)
 
 
-class _QuietOwnDatasets(logging.Filter):
-    """Drops lm-eval's per-task advice on custom_dataset kwargs for the plugin's own tasks
-    (their loaders take the data folder from --metadata already, as the README says)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not (message.startswith("dcpmi_") and ": Custom kwargs can be passed" in message)
-
-
-logging.getLogger("lm_eval.api.task").addFilter(_QuietOwnDatasets())
+# lm-eval advises every task with a custom_dataset on its kwargs; the plugin's own tasks'
+# loaders take the data folder from --metadata already, as the README says.
+harness_tasks.quiet_custom_dataset_advice("dcpmi_")
 
 
 def _trailing_whitespace(text: str) -> str:
@@ -88,7 +81,7 @@ def premise_version(version: Any, domain_premise: str) -> str:
     return f"{version}+premise.{digest}"
 
 
-class DCPMITask(ConfigurableTask):
+class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
     """``ConfigurableTask`` for multiple choice, plus reference-context requests and metrics."""
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -141,6 +134,9 @@ class DCPMITask(ConfigurableTask):
         # Results name a task by its version: an edited premise must not pass for the old.
         identity = references.identity(self.references, self.content_free_fields)
         self.VERSION = f"{self.VERSION}+premise.{identity}"
+        unsupported = harness_tasks.unsupported_task_form(self)
+        if unsupported is not None:
+            raise DCPMIConfigError(f"task {name} ({self._source}): {unsupported}")
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
         checks.check_documents(self, counter_for_metadata(self.config.metadata))
@@ -200,9 +196,6 @@ class DCPMITask(ConfigurableTask):
         if self._carrier_due:
             self._carrier_due = False
             contexts += [self.content_free_context(doc, text) for text in self.layout.content_free]
-        instance_kwargs = {
-            k: v for k, v in kwargs.items() if k not in ("apply_chat_template", "chat_template")
-        }
         requests = list(conditional)
         for reference in contexts:
             for request in conditional:
@@ -215,12 +208,8 @@ class DCPMITask(ConfigurableTask):
                 else:
                     pair = ("", _trailing_whitespace(context) + continuation)
                 requests.append(
-                    Instance(
-                        request_type="loglikelihood",
-                        doc=doc,
-                        arguments=(*pair, *request.arguments[2:]),
-                        idx=len(requests),
-                        **instance_kwargs,
+                    harness_tasks.loglikelihood_request(
+                        request, doc, (*pair, *request.arguments[2:]), len(requests), kwargs
                     )
                 )
         return requests
@@ -271,7 +260,7 @@ class DCPMITask(ConfigurableTask):
                 system_instruction=self._build_options.get("system_instruction"),
                 apply_chat_template=self._build_options.get("apply_chat_template", False),
                 chat_template=self._build_options.get("chat_template"),
-                gen_prefix=self.doc_to_prefix(doc),
+                gen_prefix=harness_tasks.gen_prefix(self, doc),
             )
 
     def content_free_context(self, doc: dict, text: str) -> str:
@@ -288,19 +277,19 @@ class DCPMITask(ConfigurableTask):
                 apply_chat_template=options.get("apply_chat_template", False),
                 fewshot_as_multiturn=options.get("fewshot_as_multiturn", False),
                 chat_template=options.get("chat_template"),
-                gen_prefix=self.doc_to_prefix(content_free_doc),
+                gen_prefix=harness_tasks.gen_prefix(self, content_free_doc),
             )
 
     @contextlib.contextmanager
     def _premise_as_text(self, premise: str) -> Iterator[None]:
         # fewshot_context renders the document through doc_to_text (and, for several
         # inputs, through the option contexts): stand the premise in for both.
-        saved = self.multiple_input
-        self._rendering_premise, self.multiple_input = premise, 0
+        self._rendering_premise = premise
         try:
-            yield
+            with harness_tasks.single_input(self):
+                yield
         finally:
-            self._rendering_premise, self.multiple_input = None, saved
+            self._rendering_premise = None
 
     def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> Any:
         if self._rendering_premise is not None and doc_to_text is None:
@@ -354,14 +343,14 @@ class DCPMITask(ConfigurableTask):
         if len(requests) != self.layout.n_requests(n, carrier):  # a safeguard
             raise checks.fault(self, doc, doc_id, f"{len(requests)} requests for {n} options.")
         if counter is None:
-            return DocumentScoring(gold, n, carrier, None, float("nan"))
+            return DocumentScoring(gold, n, carrier, None, float("nan"), tuple(requests[:n]))
         counts = [counter.split(*request.arguments[:2]) for request in requests]
         checks.check_token_counts(
             self, doc, doc_id, requests, counts, counter.max_length, n, carrier
         )
         truncated = sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
         n_tokens = tuple(n_cont for _n_ctx, n_cont in counts[:n])
-        return DocumentScoring(gold, n, carrier, n_tokens, float(truncated))
+        return DocumentScoring(gold, n, carrier, n_tokens, float(truncated), tuple(requests[:n]))
 
     def _token_counter(self) -> TokenCounter | None:
         counter = counter_for_metadata(self.config.metadata)
@@ -427,13 +416,20 @@ class DCPMITask(ConfigurableTask):
                 "did not build; build_all_requests must run first."
             )
         conditional_results = results[: entry.n_options]
-        if self._metric_override is not None:
-            return super().process_results(doc, conditional_results)
-        blocks = self.layout.blocks([ll for ll, _ in results], entry.n_options, entry.carrier)
         # The task's own metrics (acc_norm, brier_score, ...) from lm-eval's code, on the
         # conditional requests alone; the plugin's rules override acc and acc_norm with
         # the same values wherever every score is finite.
-        own = super().process_results(doc, conditional_results)
+        own = harness_tasks.own_metrics(
+            self,
+            doc,
+            conditional_results,
+            entry.conditional,
+            super().process_results,
+            skip=[metric.name for metric in self.metrics],
+        )
+        if self._metric_override is not None:
+            return own
+        blocks = self.layout.blocks([ll for ll, _ in results], entry.n_options, entry.carrier)
         scores = DocumentScores(
             conditional=blocks.conditional,
             references=blocks.references,
@@ -453,7 +449,7 @@ class DCPMITask(ConfigurableTask):
                 self.config.task,
                 doc.get("source", "a document") if isinstance(doc, dict) else "a document",
             )
-        return {**own, **values, "truncated": entry.truncated}
+        return harness_tasks.document_metrics({**own, **values, "truncated": entry.truncated})
 
 
 __all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list"]

@@ -187,7 +187,7 @@ def token_counter_for(
             return TokenCounter(loaded, int(max_length or model_max_length), add_bos)
     import transformers
 
-    from lm_eval_dcpmi._lm_eval_compat import resolve_max_length
+    from lm_eval_dcpmi.harness.models import resolve_max_length
 
     kwargs: dict[str, Any] = {"trust_remote_code": bool(_as_bool(trust_remote_code))}
     if revision:

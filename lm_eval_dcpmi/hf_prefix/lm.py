@@ -49,10 +49,10 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 
 from lm_eval_dcpmi.core.tokens import share_tokenizer, shared_tokenizer
+from lm_eval_dcpmi.harness.hflm import HookedHFLM
 from lm_eval_dcpmi.hf_prefix.cache import Kept, gather_cache, layer_tensors, output_cache
 from lm_eval_dcpmi.hf_prefix.check import SelfCheck, Setup
 from lm_eval_dcpmi.hf_prefix.schedule import (
@@ -77,7 +77,7 @@ _ONE_AT_A_TIME = threading.Lock()
 Score = Callable[[int, float, bool], None]  # (pair, token log-prob, token is greedy)
 
 
-class PrefixHFLM(SelfCheck, HFLM):
+class PrefixHFLM(SelfCheck, HookedHFLM):
     """``HFLM`` whose ``_loglikelihood_tokens`` forwards each shared token prefix once."""
 
     def __init__(
@@ -116,7 +116,7 @@ class PrefixHFLM(SelfCheck, HFLM):
         self._setup: Setup | None = self._decide_setup() if self.backend == "causal" else None
 
     # ------------------------------------------------------------------ entry point
-    def _loglikelihood_tokens(
+    def score_token_requests(
         self,
         requests: list[Request],
         disable_tqdm: bool = False,
@@ -125,7 +125,7 @@ class PrefixHFLM(SelfCheck, HFLM):
         setup = self._setup
         # loglikelihood_rolling's windows (no request strings): HFLM's path, unchanged.
         if setup is None or any(request[0] is None for request in requests):
-            return super()._loglikelihood_tokens(requests, disable_tqdm, override_bs)
+            return self.hf_score_token_requests(requests, disable_tqdm, override_bs)
         batch_size = self._rows_per_call(requests, override_bs)  # before any early return
         if not requests:
             return []
@@ -147,7 +147,7 @@ class PrefixHFLM(SelfCheck, HFLM):
             # HFLM's own code (it feeds the cache hook itself). override_bs: HFLM must
             # not detect a batch size here, a collective call only some processes reach.
             subset = [requests[i] for i in truncated]
-            hf_answers = super()._loglikelihood_tokens(
+            hf_answers = self.hf_score_token_requests(
                 subset, disable_tqdm=True, override_bs=batch_size
             )
             for i, answer in zip(truncated, hf_answers, strict=True):
@@ -188,10 +188,8 @@ class PrefixHFLM(SelfCheck, HFLM):
             if requests
             else [(None, [0], [0])]  # nothing to score here, but the others gather
         )
-        # HFLM's private detector (lm_eval/models/huggingface.py, HFLM._detect_batch_size,
-        # as its _loglikelihood_tokens calls it for batch_size=auto): the only way to get
-        # the size hf itself would pick.
-        return max(1, int(self._detect_batch_size(probe, 0)))
+        # HFLM's own detector, as its scoring calls it for batch_size=auto (harness.hflm).
+        return max(1, self.detect_batch_size(probe))
 
     # ------------------------------------------------------------------ scoring
     def _score(self, pairs: Sequence[Pair], budget: Budget, score: Score, setup: Setup) -> None:

@@ -233,13 +233,13 @@ def _manager() -> Any:
 def installed_task(name: str) -> InstalledTask | None:
     """The installed task ``name``'s version and premise digest, read from its YAML (the
     task is not built); None when no DC-PMI task of that name is installed."""
-    from lm_eval_dcpmi import _lm_eval_compat
     from lm_eval_dcpmi.core import references
+    from lm_eval_dcpmi.harness import index as lm_eval_index
 
-    path = _lm_eval_compat.entry_yaml(_manager(), name)
+    path = lm_eval_index.entry_yaml(_manager(), name)
     if path is None:
         return None
-    config = _lm_eval_compat.load_task_config(path)
+    config = lm_eval_index.load_task_config(path)
     if "domain_premise" not in config:
         return None
     source = str(path)

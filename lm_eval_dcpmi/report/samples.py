@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.core.layout import DEFAULT, Layout
+from lm_eval_dcpmi.harness.results import logged_loglikelihood
 from lm_eval_dcpmi.report.results import ReportError, number
 
 _RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
@@ -144,7 +145,8 @@ def document_options(
     except ValueError as error:
         raise ReportError(f"{where}: doc {doc_id}: {error} (not a DC-PMI sample)") from None
     blocks = layout.blocks(pairs, n_options, carrier)
-    scores = layout.blocks([number(r[0]) for r in responses], n_options, carrier)
+    lls = [number(logged_loglikelihood(response)) for response in responses]
+    scores = layout.blocks(lls, n_options, carrier)
     return DocumentOptions(
         doc_id=int(sample["doc_id"]),
         contexts=[context for context, _continuation in blocks.conditional],

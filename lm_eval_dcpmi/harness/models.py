@@ -1,0 +1,33 @@
+"""lm-eval's model side: registering a model by name, and a model's context length as
+``HFLM`` finds it (``HFLM``'s private hooks: ``hflm.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register_model(name: str, target: str) -> None:
+    """Register the model class ``target`` (``"module:Class"``) under ``name``, lazily
+    (unless lm-eval knows the name): 0.4's ``model_registry.register(name, target=...)``
+    (``lm_eval/api/registry.py``) imports the module only when the model is asked for."""
+    from lm_eval.api.registry import model_registry
+
+    if name not in model_registry:
+        model_registry.register(name, target=target)
+
+
+def resolve_max_length(config: Any, tokenizer: Any) -> int:
+    """A model's context length from its config, else its tokenizer, else 2048: lm-eval's
+    ``lm_eval.models.utils.resolve_max_length`` (0.4.13), or in 0.4.12 the same steps of
+    ``HFLM.max_length`` (``lm_eval/models/huggingface.py``), which does not look at a
+    composite config's ``text_config``."""
+    try:
+        from lm_eval.models.utils import resolve_max_length as lm_evals
+    except ImportError:  # lm-eval 0.4.12
+        for attr in ("n_positions", "max_position_embeddings", "n_ctx"):
+            if hasattr(config, attr):
+                return int(getattr(config, attr))
+        length = getattr(tokenizer, "model_max_length", None)
+        unset = length is None or length == 1000000000000000019884624838656  # "infinity"
+        return 2048 if unset else int(length)
+    return int(lm_evals(config, tokenizer))
