@@ -71,6 +71,21 @@ def one_line(message: str) -> str:
     return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
 
 
+def cause_of(
+    error: BaseException, kinds: type[BaseException] | tuple[type[BaseException], ...]
+) -> BaseException | None:
+    """The first of ``error`` and the exceptions it was raised from (``__cause__``, else
+    ``__context__``) that is one of ``kinds``; None if none is."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, kinds):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def install_excepthook() -> None:
     """Make an uncaught ``DCPMIError`` end the program with its message alone.
 

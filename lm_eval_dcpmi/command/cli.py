@@ -26,19 +26,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lm_eval_dcpmi.errors import DCPMIError, one_line
+from lm_eval_dcpmi.errors import DCPMIError, cause_of, one_line
 
 
 def user_error(error: BaseException) -> DCPMIError | None:
     """The ``DCPMIError`` that caused ``error`` (itself, or one it was raised from)."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, DCPMIError):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return None
+    cause = cause_of(error, DCPMIError)
+    return cause if isinstance(cause, DCPMIError) else None
 
 
 def run(forwarded: Sequence[str]) -> int:

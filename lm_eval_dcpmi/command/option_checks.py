@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.errors import DCPMIError, offline_errors
+from lm_eval_dcpmi.errors import DCPMIError, cause_of, offline_errors
 
 
 def check_options(config: Any) -> None:
@@ -222,7 +222,7 @@ def model_errors(config: Any) -> Iterator[None]:
             f"({err}); remove it from --model_args, or check its spelling."
         ) from None
     except OSError as err:
-        if not _caused_by(err, offline_errors()):
+        if cause_of(err, offline_errors()) is None:
             raise
         what = "a file of the model's from the Hugging Face Hub"
         if config.model == "dummy" and config.apply_chat_template:
@@ -240,14 +240,3 @@ def model_errors(config: Any) -> Iterator[None]:
             "once with network access"
             + (", or leave --apply_chat_template out." if config.apply_chat_template else ".")
         ) from None
-
-
-def _caused_by(error: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        if isinstance(current, kinds):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
