@@ -19,7 +19,9 @@ gives a placeholder saying where to put one. Adding a run is: put its results fi
 first step for a run with ``--log_samples``: it copies the results file and writes each
 samples file beside it as ``samples_<task>_<date>.jsonl.gz`` trimmed to what the report's
 intervals and paired tests read (doc_id, filter, target and each metric's
-per-document value; a full run's untrimmed samples are ~1 GB of prompts).
+per-document value; a full run's untrimmed samples are ~1 GB of prompts). ``--join FOLDER
+--set NAME`` does it for a split scored in parts (``scripts/score_parts.py``): one results
+file of the whole split, its metrics recomputed from the parts' per-document values.
 
 Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
 """
@@ -43,7 +45,7 @@ from pathlib import Path
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.leaderboard.portable import portable_results, read_json, write_json
-from lm_eval_dcpmi.report import comparisons, studies
+from lm_eval_dcpmi.report import comparisons, joining, studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
 from lm_eval_dcpmi.report.formatting import value_text
@@ -141,6 +143,25 @@ def add_run(
                     gz.write((json.dumps(trimmed) + "\n").encode("utf-8"))
         written.append(out)
     return written
+
+
+def join_run(folder: Path, set_name: str, root: Path = ROOT) -> list[Path]:
+    """Join the parts in ``folder`` (``scripts/score_parts.py``) into one results file of
+    the whole split in ``docs/results/<set_name>/``, named after the last part; returns the
+    files written. ``ReportError`` when the parts are not one run's or miss documents."""
+    parts = sorted(folder.glob("results_*.json"))
+    data, samples = joining.join_parts(parts)
+    target = root / RESULTS / set_name
+    target.mkdir(parents=True, exist_ok=True)
+    results = target / parts[-1].name
+    write_json(results, data)
+    (task,) = data["results"]
+    stamp = results.name.removeprefix("results_").removesuffix(".json")
+    out = target / f"samples_{task}_{stamp}.jsonl.gz"
+    with gzip.GzipFile(out, "wb", mtime=0) as gz:
+        for sample in samples:
+            gz.write((json.dumps(sample) + "\n").encode("utf-8"))
+    return [results, out]
 
 
 # ---------------------------------------------------------------- Markdown blocks
@@ -394,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
     parser.add_argument("--add", type=Path, help="a run's results file to add first (--set)")
+    parser.add_argument(
+        "--join", type=Path, help="a folder of parts (scripts/score_parts.py) to join first (--set)"
+    )
     parser.add_argument("--set", dest="set_name", help="the folder under docs/results for --add")
     parser.add_argument("--model_id", help="--add: the model's hub id, if its path names none")
     parser.add_argument(
@@ -405,6 +429,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--add takes an existing results file, and --set the folder's name")
         for path in add_run(args.add, args.set_name, model_id=args.model_id):
             print(f"added {path.relative_to(ROOT)}")
+    if args.join is not None:
+        if not args.set_name or not args.join.is_dir():
+            parser.error("--join takes a folder of parts, and --set the folder's name")
+        for path in join_run(args.join, args.set_name):
+            print(f"joined {path.relative_to(ROOT)}")
     if args.portable:
         for files in result_sets().values():
             for path in (ROOT / f for f in files):
