@@ -25,6 +25,8 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 CONDITIONAL = "conditional"
+# The reference context of the paper, the task's domain premise: always the first block
+# after the conditional one (defined here only; scoring and references import it).
 DOMAIN = "domain"
 
 

@@ -21,7 +21,6 @@ the same options for every document.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -30,10 +29,11 @@ from typing import Any, Literal
 
 import yaml
 
+from lm_eval_dcpmi.core import premise_digest
+from lm_eval_dcpmi.core.layout import DOMAIN
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.harness.tasks import fewshot_random
 
-DOMAIN = "domain"
 # Zhao et al. (2021), "Calibrate Before Use", section 5: "N/A", the empty string, "[MASK]".
 CONTENT_FREE_INPUTS: tuple[str, ...] = ("N/A", "", "[MASK]")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -158,13 +158,7 @@ def identity_sha256(references: tuple[ReferenceContext, ...], fields: tuple[str,
         text = references[0].template or ""
     else:
         text = repr([(r.name, r.kind, r.template) for r in references] + [("cf", fields)])
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def identity(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> str:
-    """What the task's version records of them (``<version>+premise.<these 8 hex>``): the
-    first 8 hex digits of ``identity_sha256``."""
-    return identity_sha256(references, fields)[:8]
+    return premise_digest.sha256_of(text)
 
 
 def metadata(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> dict[str, Any]:

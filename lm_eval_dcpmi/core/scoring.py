@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-DOMAIN = "domain"  # the reference context of the paper: the task's domain premise
+from lm_eval_dcpmi.core.layout import DOMAIN
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ built; ``process_results`` then only combines numbers (``scoring``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +23,7 @@ from typing import Any
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi import __version__
-from lm_eval_dcpmi.core import checks, references, scoring
+from lm_eval_dcpmi.core import checks, premise_digest, references, scoring
 from lm_eval_dcpmi.core.derive import with_base_task
 from lm_eval_dcpmi.core.documents import (
     DocumentScoring,
@@ -77,8 +76,7 @@ def premise_version(version: Any, domain_premise: str) -> str:
     number and the premise's digest (lm-eval's ``task_hashes`` see the conditional
     requests only). A task with more reference contexts or content-free fields hashes
     them all (``references.identity``)."""
-    digest = hashlib.sha256(domain_premise.encode("utf-8")).hexdigest()[:8]
-    return f"{version}+premise.{digest}"
+    return premise_digest.versioned(version, premise_digest.sha256_of(domain_premise))
 
 
 class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
@@ -132,8 +130,8 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         self._last_choices: tuple[Any, Any] = (None, None)  # (document, its options)
         super().__init__(config=config, **kwargs)
         # Results name a task by its version: an edited premise must not pass for the old.
-        identity = references.identity(self.references, self.content_free_fields)
-        self.VERSION = f"{self.VERSION}+premise.{identity}"
+        identity = references.identity_sha256(self.references, self.content_free_fields)
+        self.VERSION = premise_digest.versioned(self.VERSION, identity)
         unsupported = harness_tasks.unsupported_task_form(self)
         if unsupported is not None:
             raise DCPMIConfigError(f"task {name} ({self._source}): {unsupported}")

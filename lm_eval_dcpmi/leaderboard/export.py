@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import __version__
-from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.core import premise_digest, scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.benchmarks import BENCHMARKS, Benchmark
 from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry, installed_differences
@@ -468,7 +468,7 @@ def _notes(submission: Submission, task: TaskEntry, headline: str) -> str:
         f"lm-eval-dcpmi {submission.plugin_version or 'version not recorded'}",
         f"lm-eval {submission.data.get('lm_eval_version') or 'unknown'}",
     ]
-    digest = task.premise_sha256 or (task.version or "").partition("+premise.")[2]
+    digest = task.premise_sha256 or premise_digest.digest_in(task.version)
     if task.domain_premise is not None:
         parts.append(f"domain premise {task.domain_premise!r} (sha256 {digest[:8] or '?'})")
     if task.n is not None:

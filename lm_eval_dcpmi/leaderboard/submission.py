@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.core import premise_digest, scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify
 from lm_eval_dcpmi.leaderboard.portable import model_args_of, read_json
@@ -247,7 +247,8 @@ def installed_task(name: str) -> InstalledTask | None:
     fields = references.content_free_fields(config, name, source)
     identity = references.identity_sha256(found, fields)
     version = (config.get("metadata") or {}).get("version")
-    return InstalledTask(None if version is None else f"{version}+premise.{identity[:8]}", identity)
+    versioned = None if version is None else premise_digest.versioned(version, identity)
+    return InstalledTask(versioned, identity)
 
 
 def installed_differences(submission: Submission) -> Iterable[str]:

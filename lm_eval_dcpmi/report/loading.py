@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -13,6 +12,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi.core import premise_digest
 from lm_eval_dcpmi.report.results import (
     METHODS,
     ReportError,
@@ -191,8 +191,8 @@ def _same_premise(
     if not isinstance(premise, str) or not premise.strip() or "{" in premise:
         return
     version = str((data.get("versions") or {}).get(row.task, ""))
-    digest = hashlib.sha256(premise.encode("utf-8")).hexdigest()[:8]
-    if "+premise." in version and not version.endswith(f"+premise.{digest}"):
+    named = premise_digest.digest_in(version)
+    if named and named != premise_digest.short(premise_digest.sha256_of(premise)):
         return  # the results file contradicts itself; its version is what it is
     for sample in scored:
         contexts = domain_contexts(sample, task_layout(config))

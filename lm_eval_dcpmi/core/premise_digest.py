@@ -1,0 +1,35 @@
+"""The one ``+premise.<digest>`` rule: a DC-PMI task's version names what it scores
+against (lm-eval's ``task_hashes`` see the conditional requests only).
+
+The digest is the first 8 hex digits of a sha256: of the domain premise alone for a task
+with nothing else, else of every reference context and content-free field
+(``references.identity_sha256``). Results record the whole sha256 as the task metadata's
+``premise_sha256``. Imports nothing of lm-eval: the report and the leaderboard read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+MARK = "+premise."
+
+
+def sha256_of(text: str) -> str:
+    """The sha256 (hex) of ``text`` in UTF-8: of a domain premise, ``premise_sha256``."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def short(sha256: str) -> str:
+    """What a version names of a sha256: its first 8 hex digits."""
+    return sha256[:8]
+
+
+def versioned(version: Any, sha256: str) -> str:
+    """The version results record: the YAML's number and ``short(sha256)``."""
+    return f"{version}{MARK}{short(sha256)}"
+
+
+def digest_in(version: Any) -> str:
+    """The 8 hex digits a recorded version names ('' for a version without them)."""
+    return str(version or "").partition(MARK)[2]
