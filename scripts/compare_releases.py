@@ -11,6 +11,7 @@ this checkout's plugin first on the path (``PYTHONPATH``), then compares the log
 samples of every document with the first interpreter's: the requests (context and
 continuation, byte for byte), the loglikelihoods, and every per-document metric the sample
 names (``metrics``: lm-eval's own and the plugin's accuracies and counts).
+``--via dcpmi`` runs the plugin's ``dcpmi run`` instead of ``lm_eval``.
 Prints one line per task and model, and exits 1 on any difference. A run whose samples
 are already under ``--output_path`` is not repeated (delete its folder to rerun it).
 """
@@ -57,14 +58,18 @@ def lm_eval_version(python: str) -> str:
     return ask(python, "import importlib.metadata as m; print(m.version('lm-eval'))")
 
 
-def run(python: str, model: str, tasks: str, limit: int, output: Path) -> Path:
-    """``python -m lm_eval`` once; the folder holding its results and samples."""
+def run(python: str, model: str, tasks: str, limit: int, output: Path, via: str) -> Path:
+    """``python -m lm_eval`` (or the plugin's ``dcpmi run``, ``via``) once; the folder
+    holding its results and samples."""
     if not list(output.rglob("samples_*.jsonl")):
         model_args = ask(
             python, "from lm_eval_dcpmi import embedded; print(embedded.model_args_string())"
         )
+        start = [python, "-m", "lm_eval"]
+        if via == "dcpmi":
+            start = [python, "-m", "lm_eval_dcpmi.command.cli", "run"]
         command = [
-            python, "-m", "lm_eval",
+            *start,
             "--model", model, "--model_args", model_args,
             "--device", "cpu", "--batch_size", "8",
             "--tasks", tasks, "--limit", str(limit),
@@ -141,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", default=DEFAULT_TASKS)
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--output_path", type=Path, default=ROOT / "out" / "releases")
+    parser.add_argument(
+        "--via", choices=("lm_eval", "dcpmi"), default="lm_eval", help="lm_eval, or dcpmi run"
+    )
     args = parser.parse_args(argv)
     models = args.model or ["hf", "hf-prefix"]
     versions = [lm_eval_version(python) for python in args.python]
@@ -150,7 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     for model in models:
         runs = [
             samples_by_task(
-                run(python, model, args.tasks, args.limit, args.output_path / f"{version}-{model}")
+                run(
+                    python,
+                    model,
+                    args.tasks,
+                    args.limit,
+                    args.output_path / f"{version}-{model}-{args.via}",
+                    args.via,
+                )
             )
             for python, version in zip(args.python, versions, strict=True)
         ]

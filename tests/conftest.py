@@ -47,6 +47,9 @@ def pytest_configure(config: pytest.Config) -> None:
 # The fixtures that load the embedded model or read the evaluation data (each fixture that
 # builds on one, e.g. `prefix_lm` on `hf_lm`, counts too): no test of the fast tier uses one.
 NOT_FAST = {"hf_lm", "lm_eval_run", "task_manager", "data_dir"}
+# The fixtures that load the embedded model: a test using one is marked `model`, and the
+# other lm-eval releases run it only when it is marked `api` too (helpers.OTHER_RELEASES).
+MODEL_FIXTURES = {"hf_lm", "lm_eval_run", "studies_run"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -62,6 +65,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(
             "marked fast, but slow or using the model or the data: " + ", ".join(wrong)
         )
+    for item in items:
+        if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.model)
     if SHARED_DATA.is_dir():
         return
     skip = pytest.mark.skip(reason=MISSING_DATA.format(path=SHARED_DATA))

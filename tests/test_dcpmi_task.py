@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import pytest
 from helpers import DOCS, embedded_model_args, load_task, make_task
@@ -38,8 +39,8 @@ def test_no_tokenizer_gives_none_not_a_guess():
 @pytest.mark.fast
 def test_domain_requests_follow_the_conditional_ones_with_the_same_continuations():
     task = make_task()  # target_delimiter defaults to " " here, as in any lm-eval task
-    doc = task.eval_docs[0]
-    requests = task.construct_requests(doc, task.doc_to_text(doc), metadata=("tiny", 0, 1))
+    task.build_all_requests(limit=1)
+    requests = task.instances
     assert [r.arguments for r in requests] == [
         ("Two plus two is", " four"),
         ("Two plus two is", " five"),
@@ -94,16 +95,16 @@ def test_metrics_are_the_task_defaults_plus_ours_with_their_aggregations():
 
 @pytest.mark.fast
 def test_a_metric_list_of_the_task_is_kept():
-    task = make_task(
-        metric_list=[
-            {"metric": "brier_score", "aggregation": "brier_score", "higher_is_better": False}
-        ]
-    )
+    task = make_task(metric_list=[{"metric": "brier_score", "higher_is_better": False}])
     assert list(task.aggregation())[:2] == ["brier_score", "acc_unc"]
     task.build_all_requests(limit=2)
     results = [(-1.0, False), (-3.0, False), (-0.5, False), (-4.0, False)]
     metrics = task.process_results(task.eval_docs[0], results)  # gold 0; DC-PMI: -0.5 < 1.0
-    assert metrics["brier_score"][0] == 0  # lm-eval's (gold, probabilities) pair
+    # lm-eval's own per-document value (0.4: a (gold, probabilities) pair; 0.5: the score),
+    # of the conditional requests alone, aggregated by lm-eval's own aggregation
+    p_gold = 1 / (1 + math.exp(-2.0))  # softmax of (-1, -3)
+    brier = task.aggregation()["brier_score"]([metrics["brier_score"]])
+    assert brier == pytest.approx((1 - p_gold) ** 2 + (1 - p_gold) ** 2)
     assert metrics["acc"] == 1.0 and metrics["acc_dcpmi"] == 0.0
 
 

@@ -22,6 +22,7 @@ from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi.core.layout import conditional_and_domain
 from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS, batch_calibrated
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.harness.results import logged_loglikelihood
 
 SYSTEM = "You complete sentences about causes and effects."
 
@@ -31,7 +32,8 @@ def pairs_of(sample: dict) -> list[tuple[str, str]]:
 
 
 def recompute(sample: dict, n_tokens: list[int]) -> dict[str, float]:
-    conditional, domain = conditional_and_domain([float(r[0]) for r in sample["filtered_resps"]])
+    lls = [float(logged_loglikelihood(response)) for response in sample["filtered_resps"]]
+    conditional, domain = conditional_and_domain(lls)
     n_chars = [len(option) for _context, option in conditional_and_domain(pairs_of(sample))[0]]
     return expected_metrics(conditional, domain, sample["doc"]["gold"], n_tokens, n_chars)
 
@@ -44,6 +46,7 @@ def metrics_of(results: dict, task: str) -> dict[str, float]:
 # ------------------------------------------------------------------ chat templates
 
 
+@pytest.mark.api
 @pytest.mark.usefixtures("data_dir")
 def test_chat_template_wraps_the_domain_premise_like_the_premise(hf_lm):
     results = evaluate(
@@ -90,6 +93,7 @@ def test_without_chat_template_the_domain_premise_is_plain(hf_lm, task_manager):
 # ------------------------------------------------------------------------- few-shot
 
 
+@pytest.mark.api
 @pytest.mark.usefixtures("data_dir")
 def test_few_shot_examples_precede_the_premise_but_not_the_domain_premise(hf_lm):
     results = evaluate(hf_lm, ["dcpmi_copa"], limit=2, num_fewshot=2)
@@ -116,6 +120,7 @@ def request_cache(tmp_path, monkeypatch) -> Path:
     return tmp_path
 
 
+@pytest.mark.api
 @pytest.mark.usefixtures("data_dir")
 def test_cached_requests_give_the_same_metrics_and_token_counts(hf_lm, request_cache, caplog):
     first = evaluate(hf_lm, ["dcpmi_copa"], limit=3, cache_requests=True)
@@ -294,6 +299,7 @@ def test_plain_lm_eval_ends_a_bad_config_with_one_message(tmp_path):
 # ------------------------------------------------------------------- shards (ranks)
 
 
+@pytest.mark.api
 @pytest.mark.parametrize("name", ["dcpmi_copa", "dcpmi_sst5"])
 def test_documents_split_across_ranks_score_as_in_one_process(hf_lm, task_manager, name):
     def per_document(rank: int, world_size: int) -> dict[int, dict[str, float]]:
@@ -318,6 +324,8 @@ def test_documents_split_across_ranks_score_as_in_one_process(hf_lm, task_manage
         assert batch_calibrated(items[1]) == pytest.approx(batch_calibrated(items[0]))
     for doc_id in whole:
         for metric, value in whole[doc_id].items():
+            if metric == "acc_bc":
+                continue  # a per-document item (0.5 wraps it as one repeat's), checked above
             if not isinstance(value, float) or not math.isnan(value):
                 assert split[doc_id][metric] == pytest.approx(value, abs=1e-6), (doc_id, metric)
 
@@ -358,6 +366,7 @@ def test_use_cache_resumes_an_interrupted_run_with_the_same_metrics(hf_lm, tmp_p
     assert metrics_of(resumed, "dcpmi_copa") == metrics_of(uninterrupted, "dcpmi_copa")
 
 
+@pytest.mark.api
 # ------------------------------------------------------------- predict only, identity
 
 
@@ -370,7 +379,8 @@ def test_predict_only_logs_both_requests_and_reports_no_metrics(hf_lm):
     samples = results["samples"]["dcpmi_copa"]
     assert len(samples) == 3
     for sample in samples:
-        assert sample["metrics"] == []
+        # none of the plugin's (lm-eval 0.5 logs its own placeholder, as for every task)
+        assert set(sample["metrics"]) <= {"bypass"}
         assert len(sample["resps"]) == 4  # two options: conditional and domain requests
         assert all(math.isfinite(float(resp[0][0])) for resp in sample["resps"])
         assert {context for context, _ in pairs_of(sample)[2:]} <= {" because", " so"}

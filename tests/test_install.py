@@ -8,9 +8,10 @@
   from the test environment through a path file. Its own site-packages comes first, so
   `lm_eval_dcpmi` is imported from the installed wheel.
 
-* The test command tests the oldest lm-eval pyproject allows, and needs the evaluation data
-  (without it pytest stops at once with one message; a plain pytest run skips the tests
-  that read the data, with that message as the reason); importing conftest sets nothing.
+* The test command tests the oldest lm-eval pyproject allows and the pre-release it
+  allows, and needs the evaluation data (without it pytest stops at once with one
+  message; a plain pytest run skips the tests that read the data, with that message as
+  the reason); importing conftest sets nothing.
 
 The tests that install or resolve packages (the dry runs ask PyPI) or run the model in a
 subprocess are marked slow. scripts/test.sh runs this file with the newest lm-eval only:
@@ -29,13 +30,14 @@ import venv
 from pathlib import Path
 
 import pytest
-from helpers import MISSING_DATA, embedded_model_args_string
+from helpers import MISSING_DATA, OTHER_RELEASES, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS, METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
+PYPROJECT = ROOT / "pyproject.toml"
 # What setup.sh installs: resolved together, and then with --no-deps.
 SETUP_REQUIREMENTS = "scripts/setup-requirements.txt"
 NO_DEPS_REQUIREMENTS = "scripts/setup-requirements-no-deps.txt"
@@ -91,11 +93,18 @@ def test_setup_script_installs_exactly_the_requirement_files():
 
 @pytest.mark.fast
 def test_the_test_command_tests_the_oldest_lm_eval_pyproject_allows():
-    """pyproject's lower bound for lm-eval is the version scripts/test.sh tests second."""
-    (bound,) = re.findall(r'"lm-eval>=([0-9.]+),', (ROOT / "pyproject.toml").read_text())
+    """pyproject's lower bound for lm-eval is the version scripts/test.sh tests second; the
+    pre-release it tests third lies in pyproject's range; both with helpers.OTHER_RELEASES."""
+    from packaging.version import Version
+
+    (bound, upper) = re.findall(r'"lm-eval>=([0-9.]+),<([0-9.]+)"', PYPROJECT.read_text())[0]
     test_command = (ROOT / "scripts" / "test.sh").read_text()
     assert f"\nOLDEST_LM_EVAL={bound}\n" in test_command
-    assert "LM_EVAL_VERSION=$OLDEST_LM_EVAL scripts/setup.sh" in test_command
+    (pre_release,) = re.findall(r"\nNEXT_LM_EVAL=(\S+)\n", test_command)
+    assert Version(bound) < Version(pre_release) < Version(upper)
+    assert 'for release in "$OLDEST_LM_EVAL" "$NEXT_LM_EVAL"; do' in test_command
+    assert "LM_EVAL_VERSION=$release scripts/setup.sh" in test_command
+    assert f'-m "{OTHER_RELEASES}"' in test_command
 
 
 def run_pytest(*args: str, **env: str) -> subprocess.CompletedProcess:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import yaml
 from helpers import ROOT, make_task
-from lm_eval.api.registry import get_metric_aggregation, is_higher_better
 
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, total
 from lm_eval_dcpmi.core.scoring import METRICS
+from lm_eval_dcpmi.harness.metrics import registered_metric
 from lm_eval_dcpmi.report import results as report_results
 
 # Every test here needs neither the model nor the data: the fast tier.
@@ -58,8 +58,8 @@ def test_a_task_reports_what_its_reference_contexts_and_labels_allow():
 
 def test_the_registry_holds_each_metrics_aggregation_and_direction():
     for metric in METRICS:
-        assert is_higher_better(metric.name) is metric.higher_is_better, metric.name
-        aggregate = get_metric_aggregation(metric.name)
+        aggregate, higher_is_better = registered_metric(metric.name)
+        assert higher_is_better is metric.higher_is_better, metric.name
         if metric.aggregation == "batch_calibrated":  # items: probabilities, then gold
             # mean [0.7, 0.3]: [0.9, 0.1] -> 0 (right), [0.5, 0.5] -> 1 (wrong)
             assert aggregate([[0.9, 0.1, 0.0], [0.5, 0.5, 0.0]]) == 0.5

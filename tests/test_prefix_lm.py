@@ -167,6 +167,7 @@ def test_falls_back_to_hf_when_cache_unusable(hf_lm, monkeypatch):
     assert_same(expected, lm.loglikelihood(instances(pairs), disable_tqdm=True), pairs)
 
 
+@pytest.mark.api
 def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
     """A real lm-eval run: every DC-PMI accuracy and count with hf-prefix is hf's."""
     from lm_eval import simple_evaluate

@@ -137,6 +137,7 @@ def test_the_names_task_yamls_give_stay_where_they_were():
 
 
 @pytest.mark.usefixtures("data_dir")
+@pytest.mark.api
 def test_python_api_with_a_loaded_model(hf_lm):
     """simple_evaluate with an LM object: the tokenizer comes from TaskManager metadata."""
     from lm_eval import simple_evaluate

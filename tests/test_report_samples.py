@@ -171,6 +171,17 @@ def test_gold_given_as_option_text():
         document_options(sample, "x")
 
 
+def test_responses_as_each_lm_eval_release_logs_them():
+    """0.4 logs [ll, is_greedy] per request, 0.5 one such pair per repeat: [[ll, is_greedy]]."""
+    from lm_eval_dcpmi.report.samples import document_options
+
+    sample = request_sample(0, [" no", " yes"], [-1.0, -2.0], [-1.5, -0.5], gold=1)
+    release_04 = document_options(sample, "x")
+    sample["filtered_resps"] = [[response] for response in sample["filtered_resps"]]
+    assert document_options(sample, "x") == release_04
+    assert (release_04.conditional, release_04.domain) == ([-1.0, -2.0], [-1.5, -0.5])
+
+
 # ---------------------------------------------------------------------------
 # The real lm_eval run of conftest (samples logged)
 

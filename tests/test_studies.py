@@ -29,6 +29,7 @@ from helpers import (
     embedded_model_dir,
     load_task,
     request_pairs,
+    tasks_by_name,
 )
 from recompute import expected_metrics
 
@@ -36,6 +37,7 @@ from lm_eval_dcpmi.core.layout import conditional_and_domain
 from lm_eval_dcpmi.core.scoring import ACCURACIES
 from lm_eval_dcpmi.data import loaders as data
 from lm_eval_dcpmi.errors import DataError
+from lm_eval_dcpmi.harness.index import task_index
 
 TEMPLATES_DIR = ROOT / "task_configs" / "sst" / "templates"
 TEMPLATE_TASKS = [f"dcpmi_sst2_v{i}" for i in range(15)]
@@ -99,9 +101,9 @@ def test_template_strings_are_the_specs_python_literals():
 
 
 def test_template_group_has_the_15_tasks_on_sst2_data(task_manager):
-    loaded = task_manager.load(["dcpmi_sst2_templates"])
-    assert sorted(loaded["tasks"]) == sorted(TEMPLATE_TASKS)
-    for name, task in loaded["tasks"].items():
+    loaded = tasks_by_name(task_manager.load(["dcpmi_sst2_templates"]))
+    assert sorted(loaded) == sorted(TEMPLATE_TASKS)
+    for name, task in loaded.items():
         docs = task.eval_docs
         assert len(docs) == 1821, name
         # SST-2 test: 279 + 633 negative (labels 1-2), 510 + 399 positive (labels 4-5)
@@ -109,7 +111,7 @@ def test_template_group_has_the_15_tasks_on_sst2_data(task_manager):
         assert docs[0]["sentence"] == SST_DOC_1
         assert task.config.target_delimiter == ""
         # the templates are a study, not part of the paper's 16 tasks: no dcpmi_* tag
-        assert task_manager.task_index[name].tags == set()
+        assert task_index(task_manager)[name].tags == set()
 
 
 def test_sst2_v0_first_documents(task_manager):
@@ -232,11 +234,11 @@ def test_set0_draws_the_committed_examples(task_manager):
 
 
 def test_five_sets_differ_and_record_their_seed(task_manager):
-    loaded = task_manager.load(["dcpmi_sst2_4shot"])
-    assert sorted(loaded["tasks"]) == FOURSHOT_TASKS
+    loaded = tasks_by_name(task_manager.load(["dcpmi_sst2_4shot"]))
+    assert sorted(loaded) == FOURSHOT_TASKS
     drawn = {}
     for seed, name in enumerate(FOURSHOT_TASKS):
-        task = loaded["tasks"][name]
+        task = loaded[name]
         # the seed is part of the task config that results_*.json records
         assert task.config.to_dict()["dataset_kwargs"]["fewshot_seed"] == seed
         assert task.config.num_fewshot == 4

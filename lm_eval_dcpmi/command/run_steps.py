@@ -44,6 +44,7 @@ from lm_eval_dcpmi.command.derived_tasks import (
 )
 from lm_eval_dcpmi.command.lm_eval_options import lm_eval_argv
 from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
+from lm_eval_dcpmi.harness import index
 from lm_eval_dcpmi.leaderboard.portable import after_run, split_model_id
 
 
@@ -118,16 +119,17 @@ def check_tasks(
     with lm_eval_options.quietly():
         try:
             manager = config.process_tasks(config.metadata)
-        except ValueError as err:  # "Tasks not found: a, b"
-            raise DCPMIError(
-                f"lm-eval: {err}.{_did_you_mean(str(err), config)} `dcpmi tasks` lists the "
-                "plugin's tasks, `lm_eval ls tasks` every registered one; a folder of your "
-                "own joins them with --include_path."
-            ) from None
+        except ValueError as err:  # lm-eval 0.4: "Tasks not found: a, b"
+            unknown = index.not_found(err)
+            if unknown is None:
+                raise
+            raise DCPMIError(_not_found(unknown, config)) from None
     check_base_tasks(manager.all_tasks, derived)
     with lm_eval_options.quietly():
         try:
-            tasks = manager.load(config.tasks)["tasks"]
+            tasks = index.load_tasks(manager, config.tasks)
+        except index.UnknownTask as unknown:  # lm-eval 0.5 finds it out only here
+            raise DCPMIError(_not_found(unknown, config)) from None
         except offline_errors() as err:  # lm-eval's own task: its Hub dataset
             raise DCPMIError(
                 f"lm-eval could not load a task's dataset ({type(err).__name__}: {err}). "
@@ -144,17 +146,23 @@ def check_tasks(
     return checked
 
 
-def _did_you_mean(message: str, config: Any) -> str:
-    """The registered names closest to each name lm-eval's "Tasks not found: a, b" names
-    (its TaskManager is indexed again: this is only the error's path)."""
+def _not_found(unknown: index.UnknownTask, config: Any) -> str:
+    return (
+        f"lm-eval: {str(unknown).rstrip('.')}.{_did_you_mean(unknown.names, config)} `dcpmi "
+        "tasks` lists the plugin's tasks, `lm_eval ls tasks` every registered one; a folder "
+        "of your own joins them with --include_path."
+    )
+
+
+def _did_you_mean(names: list[str], config: Any) -> str:
+    """The registered names closest to each unknown name (lm-eval's TaskManager is indexed
+    again: this is only the error's path)."""
     from lm_eval.tasks import TaskManager
 
-    _, found, missing = message.partition("Tasks not found: ")
-    if not found:
+    if not names:
         return ""
     with lm_eval_options.quietly():
         manager = TaskManager(include_path=config.include_path, metadata=config.metadata or {})
-    names = [name.strip() for name in missing.split(", ") if name.strip()]
     close = {name: _closest(name, manager.all_tasks) for name in names}
     if len(names) == 1:
         return f" Did you mean: {', '.join(close[names[0]])}?" if close[names[0]] else ""

@@ -12,8 +12,9 @@ enforces it. When lm-eval changes, this package is the one place to adapt.
 * ``tasks``: the task class, its multiple-input flag, ``gen_prefix``, requests and their
   answers, the few-shot sampler's random generator, the task logger.
 * ``metrics``: metric and aggregation registration.
-* ``index``: the task index (a registered task's YAML and config, without building it)
-  and the ``TaskManager`` patch that registers the plugin's task folders.
+* ``index``: the task index (a registered task's YAML and config, without building it),
+  the ``TaskManager`` patch that registers the plugin's task folders, and loading tasks
+  by name (an unknown name as ``UnknownTask``).
 * ``models``: model registration, ``resolve_max_length``; ``hflm``: ``HFLM``'s hooks.
 * ``results``: the shape of logged samples.
 * ``cli``: lm-eval's command-line parser, ``EvaluatorConfig`` and ``cli_evaluate``.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -108,3 +109,41 @@ def wrap_task_manager_init(
 
     __init__._dcpmi_patched = True  # type: ignore[attr-defined]
     task_manager.__init__ = __init__
+
+
+class UnknownTask(ValueError):
+    """Task names that lm-eval's index does not know: ``names``, in lm-eval's own words."""
+
+    def __init__(self, message: str, names: list[str]) -> None:
+        super().__init__(message)
+        self.names = names
+
+
+def not_found(error: ValueError) -> UnknownTask | None:
+    """lm-eval 0.4's ``ValueError("Tasks not found: a, b")`` (``EvaluatorConfig.process_tasks``,
+    ``lm_eval/config/evaluate_config.py``) as ``UnknownTask``; None for another error."""
+    _, found, names = str(error).partition("Tasks not found: ")
+    if not found:
+        return None
+    return UnknownTask(str(error), [name.strip() for name in names.split(",") if name.strip()])
+
+
+def load_tasks(manager: Any, specs: Any) -> dict[str, Any]:
+    """``manager.load(specs)["tasks"]``, keyed by each task's own name; a name the index
+    does not know raises ``UnknownTask``.
+
+    0.4: ``process_tasks`` has refused such a name already (``not_found``), and the keys are
+    the tasks' names. 0.5.0.dev1: ``TaskManager.match_tasks`` (``lm_eval/tasks/manager.py``)
+    keeps a name that matches nothing, so ``TaskManager._load_spec`` raises
+    ``KeyError("Spec '...' is not a registered task/group/tag name or valid YAML path")``;
+    a group's members are keyed ``group::task``.
+    """
+    try:
+        loaded = manager.load(specs)["tasks"]
+    except KeyError as error:
+        message = error.args[0] if error.args else ""
+        if isinstance(message, str) and "is not a registered task" in message:
+            name = re.search(r"Spec '(.+?)'", message)
+            raise UnknownTask(message, [name.group(1)] if name else []) from None
+        raise
+    return {key.rsplit("::", 1)[-1]: task for key, task in loaded.items()}

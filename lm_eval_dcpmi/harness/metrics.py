@@ -48,3 +48,19 @@ def default_metrics(output_type: str) -> list[str]:
     """The metrics lm-eval gives a task of ``output_type`` whose config names none
     (0.4: ``DEFAULT_METRIC_REGISTRY[output_type]``)."""
     return list(DEFAULT_METRIC_REGISTRY[output_type])
+
+
+def registered_metric(name: str) -> tuple[Callable[[list[Any]], Any], bool]:
+    """The aggregation function and direction lm-eval's registry holds for a metric name
+    (what the plugin registered, for its own metrics).
+
+    0.4: ``get_metric_aggregation`` and ``is_higher_better`` (``lm_eval/api/registry.py``),
+    three registries filled by ``register_metric(**args)``. 0.5.0.dev1: one
+    ``metric_registry`` of ``Metric`` objects (``_MetricRegistry.get``).
+    """
+    from lm_eval.api import registry
+
+    if hasattr(registry, "get_metric_aggregation"):  # lm-eval 0.4
+        return registry.get_metric_aggregation(name), registry.is_higher_better(name)
+    metric = registry.metric_registry.get(name)
+    return metric.aggregation, metric.higher_is_better

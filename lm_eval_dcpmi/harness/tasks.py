@@ -169,17 +169,36 @@ def own_metrics(
     if callable(task.config.process_results):
         own = process_results(doc, results) or {}
         return {name: value for name, value in own.items() if name not in skip}
-    from lm_eval.api.metrics.results import LLResults
-
     found: dict[str, Any] = {}
     for scorer in task.scorers:
-        predictions = LLResults.from_instances(list(conditional), scorer.name)
+        predictions = _ll_results(conditional, results, scorer.name)
         for metric in scorer.metrics or []:
             if metric.name in skip or metric.name in found:
                 continue
             score = metric.compute(predictions.targets, predictions, **scorer.context)
             found.update(score if isinstance(score, dict) else {metric.name: score})
     return found
+
+
+def _ll_results(conditional: Sequence[Any], results: list[tuple[float, bool]], name: str) -> Any:
+    """0.5.0.dev1's ``LLResults`` of one document's conditional requests: from the
+    instances' filtered responses as lm-eval's evaluator leaves them
+    (``LLResults.from_instances``, ``lm_eval/api/metrics/results.py``), or, where no
+    evaluator filtered them (``process_results`` called directly), from ``results``, as
+    ``from_instances`` builds it (one repeat per request)."""
+    import numpy as np
+    from lm_eval.api.metrics.results import LLResults
+
+    if all(name in (getattr(i, "filtered_resps", None) or {}) for i in conditional):
+        return LLResults.from_instances(list(conditional), name)
+    return LLResults(
+        results=[[answer] for answer in results],
+        lls=np.array([ll for ll, _ in results]),
+        is_greedy=[greedy for _, greedy in results],
+        ctx=conditional[0].args[0],
+        targets=conditional[0].target,
+        choices=[instance.args[1] for instance in conditional],
+    )
 
 
 def unsupported_task_form(task: Any) -> str | None:
