@@ -408,6 +408,41 @@ def problems(root: Path = ROOT) -> list[str]:
         text = (root / page).read_text(encoding="utf-8")
         if render_page(text, page, root) != text:
             found.append(f"{page}: a results block differs from what the command makes")
+    return found + parts_problems(root)
+
+
+PARTS = Path("docs/parts")  # relative to ROOT: splits scored in parts (scripts/score_parts.py)
+
+
+def parts_problems(root: Path = ROOT) -> list[str]:
+    """A split whose parts are all in ``docs/parts/<task>`` is joined in a results set, and
+    the joined files there are what ``--join`` makes of the parts (a part still missing is
+    no problem: the split is being scored)."""
+    found = []
+    for folder in sorted(p for p in (root / PARTS).glob("*") if p.is_dir()):
+        parts = sorted(folder.glob("results_*.json"))
+        try:
+            joining.join_parts(parts)
+        except joining.MissingDocuments:
+            continue  # still being scored
+        except report.ReportError as error:
+            found.append(f"{PARTS / folder.name}: {error}")
+            continue
+        joined = sorted((root / RESULTS).glob(f"*/{parts[-1].name}"))
+        if not joined:
+            found.append(
+                f"{PARTS / folder.name}: every part is there, but no results set holds their "
+                f"join; run make_results.py --join {PARTS / folder.name} --set full"
+            )
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            made = join_run(folder, "joined", root=Path(tmp))
+            for path in made:
+                committed = joined[0].parent / path.name
+                if not committed.is_file() or committed.read_bytes() != path.read_bytes():
+                    found.append(
+                        f"{committed.relative_to(root)}: not the join of {PARTS / folder.name}"
+                    )
     return found
 
 

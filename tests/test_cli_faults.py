@@ -209,8 +209,8 @@ def test_bad_json_in_an_option_is_one_line_with_its_position(option):
     with pytest.raises(DCPMIError) as caught:
         lm_eval_options.lm_eval_argv([option, '{"a": 1,}', "--tasks", "dcpmi_copa"])
     assert str(caught.value) == (
-        f"{option} '{{\"a\": 1,}}' is not JSON at column 9: Expecting property name enclosed in "
-        "double quotes; write a JSON object with double-quoted names and strings"
+        f"{option} '{{\"a\": 1,}}': not valid JSON at column 9 (Expecting property name enclosed "
+        "in double quotes); write a JSON object with double-quoted names and strings"
     )
 
 

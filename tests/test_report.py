@@ -432,7 +432,7 @@ def test_folder_reads_newest_dcpmi_file_per_model(tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("not json at all", "not an lm-eval results file (not JSON"),
+        ("not json at all", "not valid JSON at column 1 (Expecting value); an lm-eval results"),
         ("[1, 2, 3]", "not an lm-eval results file (no 'results' object"),
         ('{"config": {}}', "not an lm-eval results file (no 'results' object"),
         (

@@ -71,8 +71,8 @@ def test_results_file_json_error_gives_line_and_column(tmp_path):
     with pytest.raises(ReportError) as caught:
         load_results([path])
     assert str(caught.value) == (
-        f"{path}:2: not an lm-eval results file (not JSON at column 34: Expecting property "
-        "name enclosed in double quotes)"
+        f"{path}:2: not valid JSON at column 34 (Expecting property name enclosed in double "
+        "quotes); an lm-eval results file (results_<date>.json) is one JSON object."
     )
 
 
@@ -81,8 +81,8 @@ def test_json_error_ending_in_at_is_not_at_at_column(tmp_path, capsys):
     path.write_text('{"results": {"dcpmi_copa": "cut')  # cut short
     assert cli.main(["report", str(path)]) == 2
     assert capsys.readouterr().err == (
-        f"dcpmi report: error: {path}:1: not an lm-eval results file (not JSON at column 28: "
-        "Unterminated string starting at)\n"
+        f"dcpmi report: error: {path}:1: not valid JSON at column 28 (Unterminated string "
+        "starting at); an lm-eval results file (results_<date>.json) is one JSON object.\n"
     )
 
 
@@ -92,7 +92,7 @@ def test_samples_line_json_error_gives_column(tmp_path):
     broken.write_text('{"doc_id": 0}\n{"doc_id": 1, "acc": }\n')
     with pytest.raises(ReportError) as caught:
         load_results([path])
-    assert str(caught.value) == f"{broken}:2: not a JSON line (at column 22: Expecting value)"
+    assert str(caught.value) == f"{broken}:2: not valid JSON at column 22 (Expecting value)."
 
 
 # ------------------------------------------------------------------ --out: all or nothing

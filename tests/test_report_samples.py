@@ -90,7 +90,7 @@ def test_a_broken_samples_file_is_named(tmp_path):
     path = ten_document_run(tmp_path)
     broken = path.parent / f"samples_dcpmi_cb_{STAMP}.jsonl"
     broken.write_text('{"doc_id": 0}\nnot json\n')
-    with pytest.raises(report.ReportError, match=rf"{broken}:2: not a JSON line"):
+    with pytest.raises(report.ReportError, match=rf"{broken}:2: not valid JSON at column"):
         load_results([path])
 
 

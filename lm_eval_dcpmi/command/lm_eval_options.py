@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import embedded
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, json_problem, parse_json
 
 DEFAULT_TASKS = "dcpmi"
 SAMPLES_EXAMPLE = "'{\"dcpmi_copa\": [0, 5, 7]}'"
@@ -61,13 +61,12 @@ _JSON_OPTIONS = ("--metadata", "--model_args", "-a", "--samples", "-E")
 def _check_json_options(argv: Sequence[str]) -> None:
     for option, value in _option_values(argv):
         if option in _JSON_OPTIONS and value.lstrip().startswith("{"):
-            try:
-                json.loads(value)
-            except json.JSONDecodeError as err:
-                raise DCPMIError(
-                    f"{option} {value!r} is not JSON at column {err.colno}: {err.msg}; "
-                    "write a JSON object with double-quoted names and strings"
-                ) from None
+            parse_json(
+                value,
+                f"{option} {value!r}",
+                line=0,
+                fix="write a JSON object with double-quoted names and strings",
+            )
 
 
 def _option_values(argv: Sequence[str]) -> Iterator[tuple[str, str]]:
@@ -90,7 +89,7 @@ def _first_json_error(argv: Sequence[str]) -> str:
             try:
                 json.loads(text)
             except json.JSONDecodeError as err:
-                return f" (at column {err.colno} of {text!r}: {err.msg})"
+                return f" ({json_problem(repr(text), err, line=0)})"
     return ""
 
 
@@ -178,13 +177,11 @@ def _samples_option(value: Any) -> Any:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
         raise DCPMIError(f"--samples {path}: cannot be read as UTF-8 text ({err}).") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DCPMIError(
-            f"--samples {path}:{err.lineno}: not valid JSON at column {err.colno} ({err.msg}); "
-            "the file must hold one JSON object of task names and document indices."
-        ) from None
+    data = parse_json(
+        text,
+        f"--samples {path}",
+        fix="the file must hold one JSON object of task names and document indices.",
+    )
     return _samples_shape(data, f"--samples {path}")
 
 

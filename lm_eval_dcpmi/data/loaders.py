@@ -17,7 +17,6 @@ cannot read.)
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import os
 import random
@@ -32,11 +31,10 @@ from lm_eval_dcpmi.data import records
 from lm_eval_dcpmi.data.text_files import (
     declares_utf8,
     is_utf8,
-    json_error,
     not_utf8_message,
     reading,
 )
-from lm_eval_dcpmi.errors import DataError
+from lm_eval_dcpmi.errors import DataError, parse_json
 
 log = logging.getLogger(__name__)
 
@@ -247,10 +245,7 @@ def jsonl(file: str, record: str | None = None, data_dir: str | None = None, **_
         for line_number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise json_error(file, err, line_number) from None
+            row = parse_json(line, file, line=line_number, error=DataError)
             if not isinstance(row, dict):
                 raise DataError(f"{file}:{line_number}: expected a JSON object per line.")
             rows.append({**row, "source": f"{file}:{line_number}"})
@@ -287,7 +282,7 @@ def race_folder(file: str, record: str | None = None, data_dir: str | None = Non
         name = f"{file}/{path.name}"
         try:
             with reading(path, name):
-                article = json.loads(path.read_text(encoding="utf-8-sig"))
+                article = parse_json(path.read_text(encoding="utf-8-sig"), name, error=DataError)
             if not isinstance(article, dict):
                 raise DataError(f"{name}: expected one JSON object (a RACE article) per file.")
             questions, options, answers = (
@@ -296,8 +291,6 @@ def race_folder(file: str, record: str | None = None, data_dir: str | None = Non
                 article["answers"],
             )
             text = article["article"]
-        except json.JSONDecodeError as err:
-            raise json_error(name, err) from None
         except KeyError as err:
             raise DataError(
                 f"{name}: missing field {err}; a RACE file needs article, "

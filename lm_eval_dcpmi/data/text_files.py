@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from lm_eval_dcpmi.errors import DataError
+from lm_eval_dcpmi.errors import DataError, json_problem
 
 # Byte-order marks of the encodings that are not UTF-8 (UTF-32 first: its little-endian
 # mark begins with UTF-16's).
@@ -60,11 +60,6 @@ def reading(path: Path, name: str) -> Iterator[None]:
         raise DataError(f"{name}: cannot be read ({err.strerror or err}).") from None
 
 
-def json_error(name: str, err: json.JSONDecodeError, line: int | None = None) -> DataError:
-    line = err.lineno if line is None else line
-    return DataError(f"{name}:{line}: not valid JSON at column {err.colno} ({err.msg}).")
-
-
 def json_file_problem(path: Path, name: str, *, document: bool = False) -> str | None:
     """What keeps ``path`` from being read as JSON Lines, or as one JSON document (an array,
     or with ``document``, as the datasets library reads a file under ``field``): not UTF-8,
@@ -86,7 +81,7 @@ def json_file_problem(path: Path, name: str, *, document: bool = False) -> str |
     else:
         return None  # one JSON document
     if document or text.lstrip().startswith("["):
-        return str(json_error(name, whole_error))
+        return f"{json_problem(name, whole_error)}."
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -96,8 +91,8 @@ def json_file_problem(path: Path, name: str, *, document: bool = False) -> str |
             # a JSON document over several lines fails at its first line: the error that
             # came further into the file is the one to fix
             if (whole_error.lineno, whole_error.colno) > (number, err.colno):
-                return str(json_error(name, whole_error))
-            return str(json_error(name, err, number))
+                return f"{json_problem(name, whole_error)}."
+            return f"{json_problem(name, err, number)}."
         if not isinstance(row, dict):
             return f"{name}:{number}: expected a JSON object per line, not {json.dumps(row)[:40]}."
     return None

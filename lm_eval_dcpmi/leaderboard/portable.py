@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import __version__
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import RESULTS_FILE_FIX, DCPMIError, parse_json
 from lm_eval_dcpmi.leaderboard.identity import (
     NO_PRETRAINED,
     ModelIdentity,
@@ -44,16 +44,12 @@ def split_model_id(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 def read_json(path: Path) -> dict[str, Any]:
     """A results file's JSON object; a ``DCPMIError`` naming the file otherwise."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise DCPMIError(f"{path}: cannot be read ({error.strerror or error}).") from None
     except UnicodeDecodeError:
         raise DCPMIError(f"{path}: not an lm-eval results file (not UTF-8 text).") from None
-    except json.JSONDecodeError as error:
-        raise DCPMIError(
-            f"{path}:{error.lineno}: not an lm-eval results file (not JSON: {error.msg} at "
-            f"column {error.colno})."
-        ) from None
+    data = parse_json(text, str(path), fix=RESULTS_FILE_FIX)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise DCPMIError(f'{path}: not an lm-eval results file (no "results" object).')
     return data

@@ -27,6 +27,10 @@ PER_PART = ("results", "n-samples", "task_hashes", "date", "total_evaluation_tim
 PART = "dcpmi_part"
 
 
+class MissingDocuments(ReportError):
+    """The parts do not cover the split yet (or cover a document twice)."""
+
+
 def _read(path: Path) -> dict[str, Any]:
     data = read_json(path)
     if not isinstance(data.get(PART), dict):
@@ -120,7 +124,7 @@ def join_parts(paths: Sequence[Path]) -> tuple[dict[str, Any], list[dict[str, An
         present = set(ids)
         missing = [i for i in range(documents) if i not in present]
         repeated = len(ids) - len(present)
-        raise ReportError(
+        raise MissingDocuments(
             f"the parts of {task} cover {len(present)} of its {documents} documents"
             + (f" (missing {missing[0]} to {missing[-1]}: {len(missing)})" if missing else "")
             + (f" ({repeated} scored twice)" if repeated else "")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.core import premise_digest
+from lm_eval_dcpmi.errors import RESULTS_FILE_FIX, parse_json
 from lm_eval_dcpmi.report.results import (
     METHODS,
     ReportError,
@@ -45,13 +45,7 @@ def read_results_file(path: Path) -> RunResults:
         raise ReportError(f"{path}: not an lm-eval results file (not UTF-8 text)") from None
     except OSError as error:
         raise ReportError(f"{path}: cannot be read ({error.strerror or error})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ReportError(
-            f"{path}:{error.lineno}: not an lm-eval results file (not JSON at column "
-            f"{error.colno}: {error.msg})"
-        ) from None
+    data = parse_json(text, str(path), error=ReportError, fix=RESULTS_FILE_FIX)
     run = run_from_dict(data, path, samples={})
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])
     for row in run.rows:

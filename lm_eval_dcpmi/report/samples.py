@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.core.layout import DEFAULT, Layout
+from lm_eval_dcpmi.errors import parse_json
 from lm_eval_dcpmi.harness.results import logged_loglikelihood
 from lm_eval_dcpmi.report.results import ReportError, number
 
@@ -60,12 +61,7 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     for number_, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            sample = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ReportError(
-                f"{path}:{number_}: not a JSON line (at column {error.colno}: {error.msg})"
-            ) from None
+        sample = parse_json(line, str(path), line=number_, error=ReportError)
         if not isinstance(sample, dict) or "doc_id" not in sample:
             raise ReportError(f"{path}:{number_}: not an lm-eval sample (no doc_id)")
         samples.append(sample)
