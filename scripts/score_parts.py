@@ -29,12 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi.leaderboard.portable import read_json, write_json
+from lm_eval_dcpmi.report import pages
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import make_results  # noqa: E402
-
-from lm_eval_dcpmi.leaderboard.portable import read_json, write_json  # noqa: E402
 
 
 def part_range(index: int, parts: int, documents: int) -> range:
@@ -79,7 +77,7 @@ def score_part(args: argparse.Namespace, index: int, documents: int, folder: Pat
         subprocess.run(command, check=True)
         seconds = time.perf_counter() - start
         (results,) = Path(tmp, "out").rglob("results_*.json")
-        written = make_results.add_run(results, "unused", root=Path(tmp) / "added")
+        written = pages.add_run(results, "unused", root=Path(tmp) / "added")
         data = read_json(written[0])
         original = data["n-samples"][args.task]["original"]
         if original != documents:

@@ -7,7 +7,6 @@ No model, no lm-eval: the generation reads results JSON files only.
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import re
 import shutil
@@ -17,13 +16,11 @@ import pytest
 from helpers import ROOT
 from report_helpers import entry, results_dict, ten_document_run
 
+from lm_eval_dcpmi.report import pages as make_results
+
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
 
-SPEC = importlib.util.spec_from_file_location("make_results", ROOT / "scripts" / "make_results.py")
-assert SPEC is not None and SPEC.loader is not None
-make_results = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(make_results)
 
 RESULTS = ROOT / "docs" / "results"
 LIMIT100 = "docs/results/limit100/results_2026-11-30T20-39-07.json"

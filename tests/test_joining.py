@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lm_eval_dcpmi import report
-from lm_eval_dcpmi.report import joining
+from lm_eval_dcpmi.report import joining, pages
 from lm_eval_dcpmi.report.results import ReportError
 
 pytestmark = pytest.mark.fast
@@ -99,8 +99,7 @@ def test_parts_join_into_the_whole_split_with_lm_evals_aggregations(tmp_path):
 
 
 def test_the_joined_file_reads_as_a_full_run(tmp_path):
-    make_results = pytest.importorskip("make_results")
-    out = make_results.join_run(tmp_path / "parts", "whole", root=tmp_path)
+    out = pages.join_run(tmp_path / "parts", "whole", root=tmp_path)
     assert [p.name for p in out] == [
         "results_2026-01-02T00-00-00.json",
         f"samples_{TASK}_2026-01-02T00-00-00.jsonl.gz",
@@ -113,9 +112,8 @@ def test_the_joined_file_reads_as_a_full_run(tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def _parts(tmp_path, monkeypatch):
+def _parts(tmp_path):
     two_parts(tmp_path / "parts")
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "scripts"))
 
 
 def test_a_missing_part_is_named(tmp_path):
