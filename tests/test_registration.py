@@ -238,6 +238,13 @@ def test_dcpmi_run_gets_the_task_manager_hooks_fault_itself(monkeypatch, tmp_pat
         TaskManager(include_path=str(tiny_plain_task(tmp_path)), include_defaults=False)
 
 
+PLAIN_RUN = """
+import sys
+from lm_eval.__main__ import cli_evaluate
+sys.argv = ["lm_eval", "--model", "dummy", "--tasks", "tiny_plain", "--include_path", %r]
+cli_evaluate()
+"""
+
 FAULTY_HOOK = """
 import sys
 from lm_eval_dcpmi.harness import index
@@ -252,6 +259,26 @@ cli_evaluate()
 """
 
 
+# Under every supported lm-eval (scripts/test.sh runs `api` tests under each release).
+@pytest.mark.api
+def test_a_plain_lm_eval_task_runs_with_the_plugin_installed(tmp_path):
+    """lm_eval's command line, a plain task on the dummy model, the plugin's hook working."""
+    folder = str(tiny_plain_task(tmp_path))
+    completed = subprocess.run(
+        [sys.executable, "-c", PLAIN_RUN % folder],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "lm-eval-dcpmi" not in completed.stderr
+    table = [row.replace(" ", "") for row in completed.stdout.splitlines()]
+    assert any(row.startswith("|tiny_plain|") and "|acc|" in row for row in table)
+
+
+@pytest.mark.api
 def test_a_plain_lm_eval_task_runs_when_the_start_up_hook_fails(tmp_path):
     """lm_eval's command line, a plain task on the dummy model, with the plugin's start-up
     hook failing: one warning, then the run as without the plugin."""
