@@ -7,7 +7,9 @@
 A part is a contiguous range of document indices (part ``i`` of ``N``: documents
 ``i*n//N`` to ``(i+1)*n//N - 1``). Parts already in the folder are skipped, so running
 the same command again resumes where the last one stopped (commit the folder between
-sessions: the answer cache does not travel). Each part's results file records its range,
+sessions: the answer cache does not travel). Score every part of a split with the same
+commit (each part records it): lm-eval records the task's config, loaders' source
+included, and parts whose configs differ do not join. Each part's results file records its range,
 its wall time (model load included) and the machine (``dcpmi_part``); its samples are
 trimmed as ``make_results.py --add`` trims them. When every part is there,
 ``make_results.py --join docs/parts/<task> --set full`` writes one results file of the
@@ -48,6 +50,18 @@ def parts_done(folder: Path, task: str) -> dict[int, Path]:
         if part.get("task") == task:
             done[int(part["index"])] = path
     return done
+
+
+def code() -> dict[str, Any]:
+    """The commit the part is scored with, and whether the tree had changes: parts of one
+    split join only when their results files agree, and the task configs lm-eval records
+    hold the loaders' source."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    return {"commit": git("rev-parse", "HEAD"), "changed": bool(git("status", "--porcelain"))}
 
 
 def machine() -> dict[str, Any]:
@@ -95,6 +109,7 @@ def score_part(args: argparse.Namespace, index: int, documents: int, folder: Pat
             "wall_seconds": round(seconds, 1),
             "before": before,
             "after": machine(),
+            "code": code(),
             "command": " ".join(command[1:])
             .replace(str(samples), "<part's --samples file>")
             .replace(tmp, "<tmp>"),

@@ -97,7 +97,7 @@ def join_parts(paths: Sequence[Path]) -> tuple[dict[str, Any], list[dict[str, An
             raise ReportError(
                 f"{path}: not the same run as {first_path}: {differs} differs (model, its "
                 "arguments, the task's configuration, premise or data files). Score every "
-                "part with the same command and plugin version."
+                "part with the same command and commit (scripts/score_parts.py records it)."
             )
         files = samples_files(path, [task])
         if task not in files:
