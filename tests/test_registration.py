@@ -259,13 +259,11 @@ cli_evaluate()
 """
 
 
-# Under every supported lm-eval (scripts/test.sh runs `api` tests under each release).
-@pytest.mark.api
-def test_a_plain_lm_eval_task_runs_with_the_plugin_installed(tmp_path):
-    """lm_eval's command line, a plain task on the dummy model, the plugin's hook working."""
+def run_plain_task(tmp_path: Path, script: str) -> subprocess.CompletedProcess:
+    """lm_eval's command line in a fresh interpreter, on the tiny plain task; it must pass."""
     folder = str(tiny_plain_task(tmp_path))
     completed = subprocess.run(
-        [sys.executable, "-c", PLAIN_RUN % folder],
+        [sys.executable, "-c", script % folder],
         capture_output=True,
         text=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
@@ -273,27 +271,29 @@ def test_a_plain_lm_eval_task_runs_with_the_plugin_installed(tmp_path):
         timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "lm-eval-dcpmi" not in completed.stderr
-    table = [row.replace(" ", "") for row in completed.stdout.splitlines()]
+    return completed
+
+
+def assert_plain_task_scored(stdout: str) -> None:
+    table = [row.replace(" ", "") for row in stdout.splitlines()]
     assert any(row.startswith("|tiny_plain|") and "|acc|" in row for row in table)
+
+
+# Under every supported lm-eval (scripts/test.sh runs `api` tests under each release).
+@pytest.mark.api
+def test_a_plain_lm_eval_task_runs_with_the_plugin_installed(tmp_path):
+    """lm_eval's command line, a plain task on the dummy model, the plugin's hook working."""
+    completed = run_plain_task(tmp_path, PLAIN_RUN)
+    assert "lm-eval-dcpmi" not in completed.stderr
+    assert_plain_task_scored(completed.stdout)
 
 
 @pytest.mark.api
 def test_a_plain_lm_eval_task_runs_when_the_start_up_hook_fails(tmp_path):
     """lm_eval's command line, a plain task on the dummy model, with the plugin's start-up
     hook failing: one warning, then the run as without the plugin."""
-    folder = str(tiny_plain_task(tmp_path))
-    completed = subprocess.run(
-        [sys.executable, "-c", FAULTY_HOOK % folder],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"},
-        cwd=tmp_path,
-        timeout=300,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    completed = run_plain_task(tmp_path, FAULTY_HOOK)
     (line,) = [line for line in completed.stderr.splitlines() if "lm-eval-dcpmi" in line]
     hook = "its start-up hook patch_task_manager(lm_eval.tasks.manager)"
     assert line.endswith(fault_message(hook, "AttributeError('TaskManager moved')"))
-    table = [row.replace(" ", "") for row in completed.stdout.splitlines()]
-    assert any(row.startswith("|tiny_plain|") and "|acc|" in row for row in table)
+    assert_plain_task_scored(completed.stdout)
