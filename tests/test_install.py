@@ -33,7 +33,8 @@ import pytest
 from helpers import MISSING_DATA, OTHER_RELEASES, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
-from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS, METHODS
+from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.report.looks import LABELS
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
@@ -260,7 +261,7 @@ def test_dcpmi_run_uses_the_embedded_model_and_prints_the_dcpmi_table(wheel_env,
     assert set(table_metrics(completed.stdout, "dcpmi_copa")) == {*ACCURACIES, *COUNTS}
     lines = completed.stdout.splitlines()
     header = next(line for line in lines if line.startswith("| Task |"))
-    assert cells(header) == ["Task", "n", *METHODS.values()]
+    assert cells(header) == ["Task", "n", *LABELS.values()]
     assert any(cells(line)[:2] == ["dcpmi_copa", "2 / 500"] for line in lines)
 
 

@@ -3,6 +3,11 @@ lm-eval's registry, the tasks' metric_list, the group YAMLs and the report's lab
 
 from __future__ import annotations
 
+import ast
+import json
+import os
+from pathlib import Path
+
 import pytest
 import yaml
 from helpers import ROOT, make_task
@@ -11,6 +16,7 @@ from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, total
 from lm_eval_dcpmi.core.scoring import METRICS
 from lm_eval_dcpmi.harness.metrics import registered_metric
+from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report import results as report_results
 
 # Every test here needs neither the model nor the data: the fast tier.
@@ -24,24 +30,62 @@ def test_the_table_and_its_views():
         "acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi", "acc_cc", "acc_bc",
         "truncated", "unranked",
     ]  # fmt: skip
-    assert len({m.name for m in METRICS}) == len({m.label for m in METRICS}) == len(METRICS)
-    assert scoring.ACCURACIES == tuple(m.name for m in METRICS if m.scope == "every")[:5]
+    assert len({m.name for m in METRICS}) == len(METRICS)
     assert scoring.ACCURACIES == ("acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi")
+    assert scoring.METHODS == scoring.ACCURACIES
+    assert scoring.ALL_ACCURACIES == (*scoring.ACCURACIES, "acc_cc", "acc_bc")
     assert scoring.COUNTS == ("truncated", "unranked")
     assert scoring.GROUP_METRICS == scoring.ACCURACIES
+    assert scoring.REQUIRED == ("acc_unc", "acc", "acc_avg", "acc_dcpmi")  # not Char: added later
     for metric in METRICS:
         accuracy = metric.kind == "accuracy"
-        every = metric.scope == "every"
         expected = "batch_calibrated" if metric.name == "acc_bc" else "mean" if accuracy else "sum"
         assert metric.aggregation == expected
         assert metric.higher_is_better is accuracy
         # groups average what every task reports; CC and BC only some tasks have
-        assert metric.group_aggregation == ("mean" if accuracy and every else None)
-        assert (metric.colour is not None) is accuracy
+        assert metric.group_aggregation == ("mean" if metric.name in scoring.ACCURACIES else None)
         assert (metric.score is not None) is (accuracy and metric.name != "acc_bc")
-    # the report's columns and labels are the table's
+        assert (metric.corpus is not None) is (metric.name == "acc_bc")
+        assert metric.needs_tokenizer is (metric.name in ("acc_avg", "truncated"))
+    # the report's columns are the table's, labelled and coloured beside the report
     assert report_results.METHODS == scoring.ACCURACIES
-    assert report_results.LABELS == {m: scoring.METRIC_BY_NAME[m].label for m in scoring.ACCURACIES}
+    assert report_results.LABELS == {
+        "acc_unc": "Unc", "acc": "LM", "acc_avg": "Avg", "acc_norm": "Char", "acc_dcpmi": "DC-PMI"
+    }  # fmt: skip
+    assert [looks.label(m) for m in ("acc_cc", "acc_bc", "acc_pmi_empty", "unranked")] == [
+        "CC", "BC", "PMI empty", "unranked"
+    ]  # fmt: skip
+
+
+def _metric_names_in(path: Path, names: set[str]) -> list[str]:
+    """``file:line: 'name'`` for each string constant that is exactly a metric's name (or
+    its results key ``<name>,none``): code deciding by name. Messages that mention a
+    metric hold longer strings, and are not counted."""
+    found = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if node.value.removesuffix(",none") in names:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def test_nothing_outside_the_tables_names_a_metric():
+    # How a metric is computed, aggregated or shown is read from its row (or, for labels
+    # and colours, its look); code that names one to decide would have to change with it.
+    names = {m.name for m in METRICS}
+    tables = {ROOT / "lm_eval_dcpmi/core/scoring.py", ROOT / "lm_eval_dcpmi/report/looks.py"}
+    files = [
+        path
+        for folder in ("lm_eval_dcpmi", "scripts", "benchmarks")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path not in tables
+    ]
+    assert len(files) > 80
+    found = [hit for path in files for hit in _metric_names_in(path, names)]
+    assert found == []
+    # the check finds what it looks for
+    assert len(_metric_names_in(ROOT / "lm_eval_dcpmi/report/looks.py", names)) == 7
 
 
 def test_a_task_reports_what_its_reference_contexts_and_labels_allow():
@@ -116,3 +160,96 @@ def test_a_group_yaml_aggregates_the_tables_group_metrics(path):
     for entry in entries:  # lm-eval's default group aggregation is the mean
         expected = scoring.metric_named(entry["metric"]).group_aggregation
         assert entry.get("aggregation", "mean") == expected, entry
+
+
+# ---- a new rule is one row: shown on a throwaway one ----------------------------------
+
+HALVED_ROW = """\
+    Metric(name="acc_halved", rule="log P(y | premise) - log P(y | domain premise) / 2",
+           score=lambda d: [c - p / 2 for c, p in zip(d.conditional, d.references[DOMAIN])]),
+"""
+
+# Run in a copy of the package with the row added: every view of the table, lm-eval's
+# registry, a task's scores and the report must take the rule up from the row alone.
+HALVED_CHECK = """
+import json, sys
+sys.path.insert(0, sys.argv[1])  # the tests' helpers
+from helpers import make_task
+
+from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.core.metrics import dcpmi_metric_list
+from lm_eval_dcpmi.harness.metrics import registered_metric
+from lm_eval_dcpmi.report import looks, results
+
+docs = [
+    {"question": "Q1", "options": ["a", "b", "c"], "gold": 1},
+    {"question": "Q2", "options": ["a", "b"], "gold": 0},
+]
+# per document: log P(option | premise), then log P(option | domain premise)
+answers = {0: [-1.0, -1.5, -6.0, -1.0, -3.0, -8.0], 1: [-2.0, -1.0, -1.0, -1.0]}
+task = make_task(docs)
+task.build_all_requests(limit=None, rank=0, world_size=1)
+per_doc = []
+for doc_id, doc in enumerate(docs):
+    per_doc.append(task.process_results(doc, [(ll, False) for ll in answers[doc_id]]))
+aggregate, higher = registered_metric("acc_halved")
+print(json.dumps({
+    "accuracies": scoring.ACCURACIES,
+    "task": [m.name for m in task.metrics],
+    "metric_list": [e["metric"] for e in dcpmi_metric_list([])],
+    "registry": [aggregate([1.0, 0.0]), higher],
+    "documents": [{k: d[k] for k in ("acc", "acc_dcpmi", "acc_halved")} for d in per_doc],
+    "task_mean": task.aggregation()["acc_halved"]([d["acc_halved"] for d in per_doc]),
+    "report": [results.METHODS, looks.label("acc_halved"), looks.look("acc_halved").colour],
+    "per_document": results.per_document(
+        [{"doc_id": i, "filter": "none", **d} for i, d in enumerate(per_doc)]
+    )["acc_halved"],
+    "group": scoring.GROUP_METRICS,
+}))
+"""
+
+
+def test_a_throwaway_rule_is_one_row(tmp_path):
+    import filecmp
+    import shutil
+    import subprocess
+    import sys
+
+    copy = tmp_path / "lm_eval_dcpmi"
+    shutil.copytree(ROOT / "lm_eval_dcpmi", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    table = copy / "core" / "scoring.py"
+    text = table.read_text(encoding="utf-8")
+    anchor = '    Metric(name="truncated"'
+    assert text.count(anchor) == 1
+    table.write_text(text.replace(anchor, HALVED_ROW + anchor), encoding="utf-8")
+    changed = [
+        str(path.relative_to(tmp_path))
+        for path in sorted(copy.rglob("*"))
+        if path.is_file()
+        and not filecmp.cmp(path, ROOT / path.relative_to(tmp_path), shallow=False)
+    ]
+    assert changed == ["lm_eval_dcpmi/core/scoring.py"]  # the one file the rule needed
+
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", HALVED_CHECK, str(ROOT / "tests")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["accuracies"] == [*scoring.ACCURACIES, "acc_halved"]
+    assert found["task"] == [*scoring.ACCURACIES, "acc_halved", "truncated", "unranked"]
+    assert found["metric_list"][-3:] == ["acc_halved", "truncated", "unranked"]
+    assert found["registry"] == [0.5, True]  # the mean, higher is better
+    # Document 1: LM -1 > -1.5 > -6 picks a; DC-PMI 0, 1.5, 2 picks c; halved
+    # -0.5, 0, -2 picks b (gold). Document 2: LM and DC-PMI (-1, 0) pick b; halved
+    # (-1.5, -0.5) picks b; gold a.
+    assert found["documents"] == [
+        {"acc": 0.0, "acc_dcpmi": 0.0, "acc_halved": 1.0},
+        {"acc": 0.0, "acc_dcpmi": 0.0, "acc_halved": 0.0},
+    ]
+    assert found["task_mean"] == 0.5
+    # the report shows it as a sixth column, by its name, in grey; groups leave it out
+    assert found["report"] == [[*scoring.ACCURACIES, "acc_halved"], "acc_halved", looks.GREY]
+    assert found["per_document"] == [1.0, 0.0]
+    assert found["group"] == list(scoring.GROUP_METRICS)

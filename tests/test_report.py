@@ -18,7 +18,6 @@ from helpers import E2E_LIMIT
 from report_helpers import entry, md_rows, png_size, results_dict
 
 from lm_eval_dcpmi import paper, report
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import (
     METHODS,
     ReportError,
@@ -26,6 +25,7 @@ from lm_eval_dcpmi.report import (
     csv_report,
     format_run_table,
     load_results,
+    looks,
     markdown_table,
     report_command,
     run_from_dict,
@@ -34,7 +34,7 @@ from lm_eval_dcpmi.report import (
     summary_markdown,
 )
 
-LABEL = scoring.METHODS
+LABEL = looks.LABELS
 NAN = float("nan")
 
 

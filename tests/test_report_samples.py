@@ -10,7 +10,7 @@ from report_helpers import STAMP, entry, md_rows, results_dict, ten_document_run
 
 from lm_eval_dcpmi import report
 from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.report import load_results, report_command
+from lm_eval_dcpmi.report import load_results, looks, report_command
 from lm_eval_dcpmi.report.samples import task_layout
 
 METHODS = tuple(scoring.METHODS)
@@ -153,7 +153,7 @@ def test_options_export_without_a_tokenizer(tmp_path, capsys):
     assert (first["conditional_loglikelihood"], first["domain_loglikelihood"]) == ("-1.0", "-2.0")
     assert (first["tokens"], first["characters"], first["gold"]) == ("", "2", "0")
     picks = {
-        r["option"]: [r[f"chosen_{label}"] for label in scoring.METHODS.values()] for r in rows[:2]
+        r["option"]: [r[f"chosen_{label}"] for label in looks.LABELS.values()] for r in rows[:2]
     }
     # Unc, LM, Avg (no token counts: empty), Char, DC-PMI
     assert picks == {"0": ["0", "1", "", "1", "1"], "1": ["1", "0", "", "0", "0"]}
@@ -212,13 +212,13 @@ def test_real_options_export_reproduces_the_logged_metrics(lm_eval_run, tmp_path
             assert [float(o["domain_loglikelihood"]) for o in options] == domain
             assert all(int(o["tokens"]) >= 1 for o in options)
             (gold,) = [o for o in options if o["gold"] == "1"]
-            for method, label in scoring.METHODS.items():
+            for method, label in looks.LABELS.items():
                 # exactly one pick per method, right exactly when lm-eval logged 1.0
                 assert sum(int(o[f"chosen_{label}"]) for o in options) == 1
                 assert float(gold[f"chosen_{label}"]) == sample[method], (task, method)
     # intervals.csv: the accuracies are the results file's.
     intervals = list(csv.DictReader(io.StringIO((out / "intervals.csv").read_text())))
     for row in intervals:
-        method = next(m for m, label in scoring.METHODS.items() if label == row["method"])
+        method = next(m for m, label in looks.LABELS.items() if label == row["method"])
         value = lm_eval_run.results["results"][row["task"]][f"{method},none"]
         assert float(row["accuracy"]) == pytest.approx(100 * value, abs=0.05)

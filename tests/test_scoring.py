@@ -7,6 +7,7 @@ import pytest
 
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.core.scoring import DocumentScores
+from lm_eval_dcpmi.report import looks
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
@@ -120,7 +121,7 @@ def test_malformed_inputs_are_refused(conditional, domain, n_tokens):
 
 
 def test_every_method_has_a_report_label():
-    assert scoring.METHODS == {
+    assert looks.LABELS == {
         "acc_unc": "Unc",
         "acc": "LM",
         "acc_avg": "Avg",

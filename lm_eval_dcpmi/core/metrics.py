@@ -1,8 +1,8 @@
 """The plugin's metrics as lm-eval knows them: registered by name, with aggregations.
 
 Both read ``scoring``'s table. The registration gives a metric that a user's own
-``metric_list`` names without an aggregation the table's (``truncated`` and ``unranked``
-are summed, ``acc_bc`` batch-calibrated). ``dcpmi_metric_list`` gives a DC-PMI task its
+``metric_list`` names without an aggregation the table's (counts are summed, a corpus
+rule's items aggregated by its function). ``dcpmi_metric_list`` gives a DC-PMI task its
 ``metric_list``: the task's own metrics, then the plugin's accuracies and counts, so
 lm-eval's public config, not its private dicts, declares what the task reports.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lm_eval_dcpmi.core.scoring import DOMAIN, METRICS, Metric, batch_calibrated, task_metrics
+from lm_eval_dcpmi.core.scoring import DOMAIN, METRICS, Metric, task_metrics
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.harness.metrics import add_aggregation, add_metric, default_metrics
 
@@ -29,7 +29,13 @@ def _per_document(items: Any) -> Any:  # lm-eval's own metric functions pass val
 # lm-eval has no "sum" aggregation; a metric registered with one needs it in the registry
 # (lm-eval names a metric's default aggregation by looking its function up there).
 add_aggregation("sum", total)
-add_aggregation("batch_calibrated", batch_calibrated)
+# The aggregations dcpmi_metric_list writes: the functions themselves, not their names, so
+# that results files record the same config as before the registration (their source).
+_LISTED_AGGREGATION: dict[str, Any] = {"mean": "mean", "sum": total}
+for _metric in METRICS:
+    if _metric.corpus is not None:
+        add_aggregation(_metric.aggregation, _metric.corpus.aggregate)
+        _LISTED_AGGREGATION[_metric.aggregation] = _metric.corpus.aggregate
 
 
 def register_metrics(metrics: Sequence[Metric]) -> None:
@@ -40,15 +46,6 @@ def register_metrics(metrics: Sequence[Metric]) -> None:
 
 
 register_metrics(METRICS)
-
-# The aggregations dcpmi_metric_list writes: the functions `total` and `batch_calibrated`
-# themselves, not their names, so that results files record the same config as before the
-# registration above.
-_LISTED_AGGREGATION: dict[str, Any] = {
-    "mean": "mean",
-    "sum": total,
-    "batch_calibrated": batch_calibrated,
-}
 
 
 def dcpmi_metric_list(

@@ -6,12 +6,16 @@ premise is the reference context named ``domain``; the priors study adds more), 
 token and character counts, and, on tasks with a fixed label set, the options'
 log-probabilities after each content-free input (contextual calibration).
 
-Every metric the plugin reports is one row of ``METRICS``: its name, report label and
-colour, its rule (a function of a document's ``DocumentScores`` giving one score per
-option; the highest wins), its aggregations and direction. lm-eval's registration and a
-task's ``metric_list`` (``metrics``), the reports, the group YAMLs (kept equal by
-tests/test_metric_table.py) and the generators in scripts/ all read that table: a new
-rule is one row here, its test, and its independent recompute in tests/recompute.py.
+Every metric the plugin reports is one row of ``METRICS``, declared with keyword
+arguments: its name, its rule (``score``: a function of a document's ``DocumentScores``
+giving one score per option, the highest wins; or ``corpus``), its direction and scope;
+its aggregations follow from those. lm-eval's registration and a task's ``metric_list``
+(``metrics``), the task's scoring, the reports, the leaderboard's recompute, the group
+YAMLs (kept equal by tests/test_metric_table.py) and the generators in scripts/ all read
+that table, and none of them names a metric to decide what to do with it
+(tests/test_metric_table.py greps): a new rule is one row here and its test. How reports
+label and colour a metric sits beside them (``report/looks.py``; a rule without a look is
+shown by its name).
 
 Batch calibration decides a document from every evaluated document's probabilities, so
 its row has a corpus rule instead: the task logs each document's option probabilities
@@ -55,39 +59,6 @@ class DocumentScores:
 # A rule: one score per option (the highest wins), or None when the document lacks what the
 # rule needs (the metric is then NaN: unknown, not wrong).
 Rule = Callable[[DocumentScores], "list[float] | None"]
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One per-document metric of a DC-PMI task."""
-
-    name: str  # lm-eval's metric name (results show "<name>,none")
-    label: str  # its column heading in reports
-    kind: Literal["accuracy", "count"]  # accuracy: 1.0/0.0 per document; count: 0, 1, 2...
-    rule: str  # what decides it, in words: an accuracy's score (highest wins), a count's what
-    aggregation: Literal["mean", "sum", "batch_calibrated"]  # over a task's documents
-    higher_is_better: bool
-    # over a group's tasks (the group YAMLs); None: groups do not report it (a mean of
-    # counts means nothing; a metric only some tasks have would average other tasks)
-    group_aggregation: Literal["mean"] | None
-    colour: str | None = None  # in the report's figures (accuracies)
-    score: Rule | None = field(default=None, compare=False)  # per document; None: corpus/count
-    # which tasks report it: every DC-PMI task, or those with a fixed label set
-    # (content-free inputs declared), or those with that extra reference context
-    scope: Literal["every", "fixed_labels", "reference"] = "every"
-
-
-def _accuracy(
-    name: str, label: str, rule: str, colour: str, score: Rule, scope: str = "every"
-) -> Metric:
-    # right (1.0) or wrong (0.0) per document: a task's mean; a group's mean of its tasks'
-    # where every task of the group has it (not CC: the paper's MCQA tasks have no label set)
-    group = None if scope == "fixed_labels" else "mean"
-    return Metric(name, label, "accuracy", rule, "mean", True, group, colour, score, scope)
-
-
-def _count(name: str, what: str) -> Metric:
-    return Metric(name, name, "count", what, "sum", False, None)
 
 
 def _divided(values: Sequence[float], sizes: Sequence[int] | None, what: str) -> list | None:
@@ -146,37 +117,156 @@ def _contextual_calibration(doc: DocumentScores) -> list[float] | None:
     return [c - _log(p) for c, p in zip(doc.conditional, prior, strict=True)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class CorpusRule:
+    """A rule that decides every evaluated document at once (batch calibration): each
+    document logs an ``item``, and lm-eval's aggregation of the items is the accuracy."""
+
+    item: Callable[[DocumentScores, int], list[float]]  # (scores, gold) -> what it logs
+    picks: Callable[[Sequence[Sequence[float]]], list[int | None]]  # every item's option
+    decisions: Callable[[Sequence[Sequence[float]]], list[float]]  # every item's 1.0/0.0
+    # lm-eval's aggregation, registered under its function's name; results files record
+    # its source text as the task's config
+    aggregate: Callable[[Sequence[Sequence[float]]], float]
+    min_documents: int  # fewer, and the task warns why the accuracy misleads:
+    one_document: str  # ... on a single document
+    few_documents: str  # ... on 2 to min_documents - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class Metric:
+    """One metric of a DC-PMI task: a row of ``METRICS``. How reports label and colour it
+    is the report's business (``report/looks.py``)."""
+
+    name: str  # lm-eval's metric name (results show "<name>,none")
+    rule: str  # what decides it, in words: an accuracy's score (highest wins), a count's what
+    # per document: one score per option (the highest wins); or ``corpus``; neither: a count
+    score: Rule | None = field(default=None, compare=False)
+    corpus: CorpusRule | None = field(default=None, compare=False)
+    kind: Literal["accuracy", "count"] = "accuracy"  # 1.0/0.0 per document, or 0, 1, 2...
+    higher_is_better: bool = True
+    # which tasks report it: every DC-PMI task, or those with a fixed label set
+    # (content-free inputs declared), or those with that extra reference context
+    scope: Literal["every", "fixed_labels", "reference"] = "every"
+    reference: str | None = None  # the reference context of a PMI under an extra one
+    needs_tokenizer: bool = False  # NaN where no tokenizer is known (token counts)
+    # in every results file since the first release (0.1.0): what marks a results entry as
+    # a DC-PMI task's; a metric added later may be missing from older files
+    in_first_release: bool = False
+    # groups average it over their tasks (the group YAMLs list it: tests check they agree);
+    # not counts (a mean of counts means nothing) nor accuracies only some tasks have
+    group_mean: bool = False
+
+    @property
+    def aggregation(self) -> str:
+        """Over a task's documents: an accuracy's mean, a count's sum, or the name of a
+        corpus rule's aggregation (lm-eval's registry knows it by that name)."""
+        if self.corpus is not None:
+            return self.corpus.aggregate.__name__
+        return "mean" if self.kind == "accuracy" else "sum"
+
+    @property
+    def group_aggregation(self) -> Literal["mean"] | None:
+        """Over a group's tasks (the group YAMLs list it): the mean, where ``group_mean``."""
+        return "mean" if self.group_mean else None
+
+
+def batch_item(conditional: Sequence[float], gold: int) -> list[float]:
+    """What a document logs for ``acc_bc``: its option probabilities renormalised over the
+    options, then its gold index (the aggregation decides every document at once)."""
+    return [*renormalised(conditional), float(gold)]
+
+
+def batch_picks(items: Sequence[Sequence[float]]) -> list[int | None]:
+    """Each document's option under batch calibration (Zhou et al. 2024):
+    argmax_i log p(y_i|x) - log p_mean_i, where p_mean is the mean over the documents of
+    their renormalised p(y|x); None for a document without finite probabilities (left out
+    of the mean). Every document must have the same number of options."""
+    if not items:
+        return []
+    sizes = {len(item) for item in items}
+    if len(sizes) != 1:
+        raise ValueError(
+            "batch calibration needs the same options for every document; got documents "
+            f"with {sorted(size - 1 for size in sizes)} options"
+        )
+    probabilities = [list(item[:-1]) for item in items]
+    finite = [p for p in probabilities if not any(math.isnan(x) for x in p)]
+    if not finite:
+        return [None] * len(items)
+    mean = [sum(column) / len(finite) for column in zip(*finite, strict=True)]
+    return [
+        _argmax([_log(x) - _log(m) for x, m in zip(p, mean, strict=True)]) for p in probabilities
+    ]
+
+
+def batch_decisions(items: Sequence[Sequence[float]]) -> list[float]:
+    """Per document 1.0/0.0 under batch calibration (``batch_picks``); a document without
+    finite probabilities counts as wrong."""
+    picks = batch_picks(items)
+    return [
+        float(pick is not None and pick == int(item[-1]))
+        for pick, item in zip(picks, items, strict=True)
+    ]
+
+
+def batch_calibrated(items: Sequence[Sequence[float]]) -> float:
+    """``acc_bc``'s aggregation: the mean of ``batch_decisions``."""
+    decisions = batch_decisions(items)
+    return sum(decisions) / len(decisions) if decisions else math.nan
+
+
+BATCH_CALIBRATION = CorpusRule(
+    item=lambda doc, gold: batch_item(doc.conditional, gold),
+    picks=batch_picks,
+    decisions=batch_decisions,
+    aggregate=batch_calibrated,
+    min_documents=20,
+    one_document="dividing by its own probabilities leaves every option the same score, so "
+    "BC picks option 0 (the tie rule)",
+    few_documents="its prior, their mean probabilities, is mostly their own noise",
+)
+
 # In the reports' column order.
 METRICS: tuple[Metric, ...] = (
-    _accuracy("acc_unc", "Unc", "log P(y | domain premise)", "#8c564b",
-              lambda d: list(d.references[DOMAIN])),
-    _accuracy("acc", "LM", "log P(y | premise)", "#1f77b4", lambda d: list(d.conditional)),
-    _accuracy("acc_avg", "Avg", "log P(y | premise) / tokens of y", "#ff7f0e",
-              lambda d: _divided(d.conditional, d.n_tokens, "token")),
-    _accuracy("acc_norm", "Char", "log P(y | premise) / characters of y", "#9467bd",
-              lambda d: _divided(d.conditional, d.n_chars, "character")),  # lm-eval's acc_norm
-    _accuracy("acc_dcpmi", "DC-PMI", "log P(y | premise) - log P(y | domain premise)",
-              "#2ca02c", _pmi(DOMAIN)),
-    _accuracy("acc_cc", "CC", "log p(y | premise) - log p_cf(y), p_cf: content-free inputs "
-              "'N/A', '', '[MASK]' (Zhao et al. 2021)", "#e377c2", _contextual_calibration,
-              scope="fixed_labels"),
-    Metric("acc_bc", "BC", "accuracy", "log p(y | premise) - log mean over the evaluated "
-           "documents of p(y | premise) (Zhou et al. 2024)", "batch_calibrated", True, None,
-           "#17becf", None, "fixed_labels"),
-    _count("truncated", "requests cut from the left to fit the model's window"),
-    _count("unranked", "documents on which some method had no finite score to rank"),
+    Metric(name="acc_unc", rule="log P(y | domain premise)",
+           score=lambda d: list(d.references[DOMAIN]), in_first_release=True, group_mean=True),
+    Metric(name="acc", rule="log P(y | premise)", score=lambda d: list(d.conditional),
+           in_first_release=True, group_mean=True),
+    Metric(name="acc_avg", rule="log P(y | premise) / tokens of y",
+           score=lambda d: _divided(d.conditional, d.n_tokens, "token"),
+           needs_tokenizer=True, in_first_release=True, group_mean=True),
+    Metric(name="acc_norm", rule="log P(y | premise) / characters of y",  # lm-eval's acc_norm
+           score=lambda d: _divided(d.conditional, d.n_chars, "character"), group_mean=True),
+    Metric(name="acc_dcpmi", rule="log P(y | premise) - log P(y | domain premise)",
+           score=_pmi(DOMAIN), in_first_release=True, group_mean=True),
+    Metric(name="acc_cc", rule="log p(y | premise) - log p_cf(y), p_cf: content-free inputs "
+           "'N/A', '', '[MASK]' (Zhao et al. 2021)", score=_contextual_calibration,
+           scope="fixed_labels"),
+    Metric(name="acc_bc", rule="log p(y | premise) - log mean over the evaluated documents "
+           "of p(y | premise) (Zhou et al. 2024)", corpus=BATCH_CALIBRATION,
+           scope="fixed_labels"),
+    Metric(name="truncated", rule="requests cut from the left to fit the model's window",
+           kind="count", higher_is_better=False, needs_tokenizer=True, in_first_release=True),
+    Metric(name="unranked", rule="documents on which some method had no finite score to rank",
+           kind="count", higher_is_better=False),
 )  # fmt: skip
+# The table's names that other modules use as keys (never as a decision about a metric):
+# the paper's method, which reports lead with and test the others against; lm-eval's
+# plain score, beside which the calibrations are shown; the two counts.
+HEADLINE, PLAIN = "acc_dcpmi", "acc"
+TRUNCATED, UNRANKED = "truncated", "unranked"
 
 
 def pmi_metric(reference: str) -> Metric:
     """PMI under an extra reference context (the priors study, a user's premises)."""
-    return _accuracy(
-        f"acc_pmi_{reference}",
-        f"PMI {reference}",
-        f"log P(y | premise) - log P(y | reference context {reference!r})",
-        "#7f7f7f",
-        _pmi(reference),
+    return Metric(
+        name=f"acc_pmi_{reference}",
+        rule=f"log P(y | premise) - log P(y | reference context {reference!r})",
+        score=_pmi(reference),
         scope="reference",
+        reference=reference,
+        group_mean=True,  # a group of tasks scoring the same reference context: the priors study
     )
 
 
@@ -204,16 +294,16 @@ def metric_named(name: str) -> Metric | None:
 
 
 # Views of the table. The paper's five methods (every task reports them), in column order:
-METHODS: dict[str, str] = {
-    m.name: m.label for m in METRICS if m.kind == "accuracy" and m.scope == "every"
-}
-ACCURACIES = tuple(METHODS)
-# Every accuracy of the table (the five, then CC and BC), and its labels:
-ALL_ACCURACIES: dict[str, str] = {m.name: m.label for m in METRICS if m.kind == "accuracy"}
+ACCURACIES = tuple(m.name for m in METRICS if m.kind == "accuracy" and m.scope == "every")
+METHODS = ACCURACIES
+# Every accuracy of the table (the five, then CC and BC):
+ALL_ACCURACIES = tuple(m.name for m in METRICS if m.kind == "accuracy")
 # Per-task counts (summed, not averaged).
 COUNTS = tuple(m.name for m in METRICS if m.kind == "count")
 # What a group of DC-PMI tasks reports (``aggregate_metric_list``), in this order.
 GROUP_METRICS = tuple(m.name for m in METRICS if m.group_aggregation is not None)
+# Those that mark a results entry as a DC-PMI task's (older files lack the others).
+REQUIRED = tuple(m for m in ACCURACIES if METRIC_BY_NAME[m].in_first_release)
 
 
 def _argmax(scores: Sequence[float]) -> int | None:
@@ -270,52 +360,4 @@ def accuracies(
         pick = _argmax(scores)
         unranked |= pick is None
         result[metric.name] = float(pick == gold)
-    return {**result, "unranked": float(unranked)}
-
-
-# ---- batch calibration: decided over the evaluated documents --------------------------
-
-
-def batch_item(conditional: Sequence[float], gold: int) -> list[float]:
-    """What a document logs for ``acc_bc``: its option probabilities renormalised over the
-    options, then its gold index (the aggregation decides every document at once)."""
-    return [*renormalised(conditional), float(gold)]
-
-
-def batch_picks(items: Sequence[Sequence[float]]) -> list[int | None]:
-    """Each document's option under batch calibration (Zhou et al. 2024):
-    argmax_i log p(y_i|x) - log p_mean_i, where p_mean is the mean over the documents of
-    their renormalised p(y|x); None for a document without finite probabilities (left out
-    of the mean). Every document must have the same number of options."""
-    if not items:
-        return []
-    sizes = {len(item) for item in items}
-    if len(sizes) != 1:
-        raise ValueError(
-            "batch calibration needs the same options for every document; got documents "
-            f"with {sorted(size - 1 for size in sizes)} options"
-        )
-    probabilities = [list(item[:-1]) for item in items]
-    finite = [p for p in probabilities if not any(math.isnan(x) for x in p)]
-    if not finite:
-        return [None] * len(items)
-    mean = [sum(column) / len(finite) for column in zip(*finite, strict=True)]
-    return [
-        _argmax([_log(x) - _log(m) for x, m in zip(p, mean, strict=True)]) for p in probabilities
-    ]
-
-
-def batch_decisions(items: Sequence[Sequence[float]]) -> list[float]:
-    """Per document 1.0/0.0 under batch calibration (``batch_picks``); a document without
-    finite probabilities counts as wrong."""
-    picks = batch_picks(items)
-    return [
-        float(pick is not None and pick == int(item[-1]))
-        for pick, item in zip(picks, items, strict=True)
-    ]
-
-
-def batch_calibrated(items: Sequence[Sequence[float]]) -> float:
-    """``acc_bc``'s aggregation: the mean of ``batch_decisions``."""
-    decisions = batch_decisions(items)
-    return sum(decisions) / len(decisions) if decisions else math.nan
+    return {**result, UNRANKED: float(unranked)}

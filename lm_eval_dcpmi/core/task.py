@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from lm_eval.api.instance import Instance
@@ -46,10 +46,6 @@ from lm_eval_dcpmi.harness import tasks as harness_tasks
 from lm_eval_dcpmi.harness.templates import jinja_env
 
 log = logging.getLogger(__name__)
-
-# Batch calibration's prior is a mean over the evaluated documents: on fewer than this
-# many it is mostly the documents' own noise (on one, every option's score is 0).
-BC_MIN_DOCUMENTS = 20
 
 
 def affix(value: str, before: str = "", after: str = "") -> str:
@@ -364,31 +360,43 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
 
     def aggregation(self) -> dict:
         found = dict(super().aggregation())
-        if "acc_bc" in found:
-            found["acc_bc"] = self._batch_calibrated
+        for metric in self.metrics:
+            if metric.corpus is not None and metric.name in found:
+                found[metric.name] = self._corpus_aggregation(metric)
         return found
 
-    def _batch_calibrated(self, items: list) -> float:
-        """``acc_bc`` over every process's documents, with a warning when they are few."""
-        n = len(items)
+    def _corpus_aggregation(self, metric: scoring.Metric) -> Callable[[list], float]:
+        def aggregate(items: list) -> float:
+            return self._corpus_aggregate(metric, items)
+
+        return aggregate
+
+    def _corpus_aggregate(self, metric: scoring.Metric, items: list) -> float:
+        """A corpus rule over every process's documents, with a warning when they are few."""
+        rule, n = metric.corpus, len(items)
+        assert rule is not None  # only corpus metrics get here
         if n == 1:
             log.warning(
-                "%s: acc_bc rests on 1 document: dividing by its own probabilities leaves "
-                "every option the same score, so BC picks option 0 (the tie rule). Evaluate "
-                "%d documents or more for a meaningful acc_bc.",
+                "%s: %s rests on 1 document: %s. Evaluate %d documents or more for a "
+                "meaningful %s.",
                 self.config.task,
-                BC_MIN_DOCUMENTS,
+                metric.name,
+                rule.one_document,
+                rule.min_documents,
+                metric.name,
             )
-        elif 0 < n < BC_MIN_DOCUMENTS:
+        elif 0 < n < rule.min_documents:
             log.warning(
-                "%s: acc_bc rests on %d documents, fewer than %d: its prior, their mean "
-                "probabilities, is mostly their own noise. Evaluate more documents for a "
-                "meaningful acc_bc.",
+                "%s: %s rests on %d documents, fewer than %d: %s. Evaluate more documents "
+                "for a meaningful %s.",
                 self.config.task,
+                metric.name,
                 n,
-                BC_MIN_DOCUMENTS,
+                rule.min_documents,
+                rule.few_documents,
+                metric.name,
             )
-        return scoring.batch_calibrated(items)
+        return rule.aggregate(items)
 
     def override_metric(self, metric_name: str) -> None:
         """lm-eval's ``--predict_only`` calls ``override_metric("bypass")``: from then on the
@@ -436,9 +444,10 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
             content_free=self._content_free_scores(),
         )
         values: dict[str, Any] = scoring.accuracies(scores, entry.gold, self.metrics)
-        if any(m.name == "acc_bc" for m in self.metrics):
-            values["acc_bc"] = scoring.batch_item(blocks.conditional, entry.gold)
-        if values["unranked"] and not self._warned_unranked:
+        for metric in self.metrics:  # decided over the task: the document logs its item
+            if metric.corpus is not None:
+                values[metric.name] = metric.corpus.item(scores, entry.gold)
+        if values[scoring.UNRANKED] and not self._warned_unranked:
             self._warned_unranked = True
             log.warning(
                 "%s: some documents have no finite score (NaN or -inf) for any option under "
@@ -447,7 +456,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
                 self.config.task,
                 doc.get("source", "a document") if isinstance(doc, dict) else "a document",
             )
-        return harness_tasks.document_metrics({**own, **values, "truncated": entry.truncated})
+        return harness_tasks.document_metrics({**own, **values, scoring.TRUNCATED: entry.truncated})
 
 
 __all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list"]

@@ -36,22 +36,13 @@ from lm_eval_dcpmi.core import premise_digest, scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.benchmarks import BENCHMARKS, Benchmark
 from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry, installed_differences
+from lm_eval_dcpmi.report import looks
+from lm_eval_dcpmi.report.looks import PAPER
 from lm_eval_dcpmi.report.stats import wilson
 
 FORMATS = ("eee", "hf", "model-index")
-HEADLINE = "acc_dcpmi"
+HEADLINE = scoring.HEADLINE
 EEE_SCHEMA_VERSION = "0.3.0"
-PAPER = "Holtzman et al. 2021, Surface Form Competition"
-# What each rule is, for people reading a leaderboard (the table's rule, plus its source).
-CITATIONS = {
-    "acc_dcpmi": f"DC-PMI, {PAPER}",
-    "acc_unc": f"the paper's Unc baseline, {PAPER}",
-    "acc": "the plain language-model score (lm-eval's acc)",
-    "acc_avg": f"the paper's Avg baseline, {PAPER}",
-    "acc_norm": "length-normalised by characters (lm-eval's acc_norm; the paper's Char)",
-    "acc_cc": "contextual calibration, Zhao et al. 2021",
-    "acc_bc": "batch calibration, Zhou et al. 2024",
-}
 
 
 @dataclass
@@ -75,10 +66,7 @@ def describe(metric: str) -> str:
     """A metric in words: e.g. DC-PMI's rule, with its paper."""
     row = scoring.metric_named(metric)
     rule = row.rule if row is not None else metric
-    cited = CITATIONS.get(metric) or (
-        "PMI under an extra reference context" if metric.startswith("acc_pmi_") else metric
-    )
-    return f"accuracy, option with the highest {rule} ({cited})"
+    return f"accuracy, option with the highest {rule} ({looks.look(metric).description})"
 
 
 def refusals(submission: Submission, options: ExportOptions) -> list[str]:
@@ -195,7 +183,6 @@ def _source_data(task: TaskEntry, options: ExportOptions, submission: Submission
 
 
 def _metric_config(task: TaskEntry, metric: str) -> dict[str, Any]:
-    row = scoring.metric_named(metric)
     parameters: dict[str, Any] = {"num_fewshot": 0, "scoring": "loglikelihood"}
     if task.domain_premise is not None:
         parameters["domain_premise"] = task.domain_premise
@@ -204,7 +191,7 @@ def _metric_config(task: TaskEntry, metric: str) -> dict[str, Any]:
     return {
         "evaluation_description": describe(metric),
         "metric_id": f"lm-eval-dcpmi.{metric}",
-        "metric_name": f"{row.label if row else metric} accuracy",
+        "metric_name": f"{looks.label(metric)} accuracy",
         "metric_kind": "accuracy",
         "metric_unit": "proportion",
         "metric_parameters": parameters,
@@ -532,12 +519,11 @@ def eval_results(submission: Submission, options: ExportOptions) -> list[Any]:
     for task in submission.tasks.values():
         benchmark = None if task.is_group else _benchmark(task.name, options)
         for metric, value in task.values.items():
-            row = scoring.metric_named(metric)
             common = {
                 "task_type": "multiple-choice",
                 "metric_type": metric,
                 "metric_value": value,
-                "metric_name": f"{row.label if row else metric} accuracy"
+                "metric_name": f"{looks.label(metric)} accuracy"
                 + (" (partial)" if task.partial else ""),
                 "metric_config": task.name,
             }

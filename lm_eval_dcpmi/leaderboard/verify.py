@@ -173,8 +173,9 @@ class ScoredDocument:
 
     sample: dict[str, Any]
     options: DocumentOptions
-    values: dict[str, float]  # accuracy metric -> 1.0/0.0 (BC decided over the task)
+    values: dict[str, float]  # accuracy metric -> 1.0/0.0 (a corpus rule's: over the task)
     picks: dict[str, int | None]  # accuracy metric -> the option it picks
+    scores: DocumentScores  # what the rules decided it from
 
 
 def score_task(task: TaskEntry, counts: TokenCounts) -> tuple[list[ScoredDocument], list[Finding]]:
@@ -209,7 +210,7 @@ def score_task(task: TaskEntry, counts: TokenCounts) -> tuple[list[ScoredDocumen
     except ReportError as error:
         return [], [Finding(where, str(error))]
     content_free = next((d.content_free for d in documents if d.content_free), None)
-    counter = counts.counter() if any(m.name == "acc_avg" for m in accuracies) else None
+    counter = counts.counter() if any(m.needs_tokenizer for m in accuracies) else None
     findings, scored = [], []
     for sample, doc in zip(samples, documents, strict=True):
         if doc.gold is None:
@@ -222,18 +223,19 @@ def score_task(task: TaskEntry, counts: TokenCounts) -> tuple[list[ScoredDocumen
         ]
         scores = DocumentScores(doc.conditional, doc.references, n_tokens, n_chars, content_free)
         values = scoring.accuracies(scores, doc.gold, accuracies)
-        values.pop("unranked", None)
+        values.pop(scoring.UNRANKED, None)
         picks = scoring.predictions(scores, accuracies)
-        scored.append(ScoredDocument(sample, doc, values, picks))
-    if any(m.name == "acc_bc" for m in accuracies) and scored:
-        items = [scoring.batch_item(d.options.conditional, d.options.gold) for d in scored]
-        for doc, pick in zip(scored, scoring.batch_picks(items), strict=True):
-            doc.picks["acc_bc"] = pick
-            doc.values["acc_bc"] = float(pick is not None and pick == doc.options.gold)
+        scored.append(ScoredDocument(sample, doc, values, picks, scores))
+    corpus = {m.name: m.corpus for m in accuracies if m.corpus is not None}
+    for name, rule in corpus.items() if scored else []:
+        items = [rule.item(d.scores, d.options.gold) for d in scored]
+        for doc, pick in zip(scored, rule.picks(items), strict=True):
+            doc.picks[name] = pick
+            doc.values[name] = float(pick is not None and pick == doc.options.gold)
     for doc in scored:
         for metric, value in doc.values.items():
-            if metric == "acc_bc":
-                continue  # logged as the document's probabilities, decided over the task
+            if metric in corpus:
+                continue  # logged as the document's item, decided over the task
             logged = _number(doc.sample.get(metric))
             if not close(value, logged):
                 findings.append(
@@ -267,7 +269,9 @@ def _recompute_task(
     for metric in scored[0].values:
         values = [d.values[metric] for d in scored]
         means[metric] = sum(values) / len(values)
-        stderr = math.nan if metric == "acc_bc" else mean_stderr(values)
+        row = scoring.metric_named(metric)
+        # a corpus rule's decisions depend on each other: the mean's stderr does not apply
+        stderr = math.nan if row is not None and row.corpus is not None else mean_stderr(values)
         findings += _against_results(submission, task, metric, means[metric], stderr)
     if task.n is not None and task.n != len(scored):
         findings.append(

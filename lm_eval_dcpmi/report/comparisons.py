@@ -19,10 +19,19 @@ from collections.abc import Sequence
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import stats
 from lm_eval_dcpmi.report.formatting import md_cell, n_text, p_text
+from lm_eval_dcpmi.report.looks import label
 from lm_eval_dcpmi.report.results import DCPMI, MISSING, RunResults, TaskRow
 
-CALIBRATION = ("acc", DCPMI, "acc_cc", "acc_bc")
-PRIOR_PREFIX = "acc_pmi_"
+# The calibrations (the table's accuracies on a fixed label set), shown beside lm-eval's
+# plain score and DC-PMI, and tested against DC-PMI.
+CALIBRATIONS = tuple(m.name for m in scoring.METRICS if m.scope == "fixed_labels")
+CALIBRATION = (scoring.PLAIN, DCPMI, *CALIBRATIONS)
+
+
+def _is_prior(metric: str) -> bool:
+    """PMI under an extra reference context (the priors study)."""
+    row = scoring.metric_named(metric)
+    return row is not None and row.reference is not None
 
 
 def _value(row: TaskRow, metric: str) -> float:
@@ -56,13 +65,8 @@ def _mean_line(rows: Sequence[TaskRow], metrics: Sequence[str]) -> str:
     return f"| mean ({len(rows)} tasks) | | " + " | ".join(means) + " |"
 
 
-def _label(metric: str) -> str:
-    found = scoring.metric_named(metric)
-    return found.label if found is not None else metric
-
-
 def calibration_rows(run: RunResults) -> list[TaskRow]:
-    return [r for r in run.rows if not r.is_group and ("acc_cc" in r.extra or "acc_bc" in r.extra)]
+    return [r for r in run.rows if not r.is_group and any(m in r.extra for m in CALIBRATIONS)]
 
 
 def calibration_markdown(run: RunResults) -> str:
@@ -86,11 +90,11 @@ def calibration_markdown(run: RunResults) -> str:
 def calibration_table(rows: Sequence[TaskRow]) -> list[str]:
     """The calibration table's lines (header, a row per task, the mean)."""
     lines = [
-        "| Task | n | " + " | ".join(_label(m) for m in CALIBRATION) + " |",
+        "| Task | n | " + " | ".join(label(m) for m in CALIBRATION) + " |",
         "|---|---:|" + "---:|" * len(CALIBRATION),
     ]
     for row in rows:
-        cells = [_cell(row, m, DCPMI if m in ("acc_cc", "acc_bc") else None) for m in CALIBRATION]
+        cells = [_cell(row, m, DCPMI if m in CALIBRATIONS else None) for m in CALIBRATION]
         lines.append(f"| {md_cell(row.task)} | {n_text(row)} | " + " | ".join(cells) + " |")
     lines.append(_mean_line(rows, CALIBRATION))
     return lines
@@ -100,14 +104,12 @@ def prior_metrics(rows: Sequence[TaskRow]) -> list[str]:
     """The paper's DC-PMI, then every other prior the rows scored, in first-seen order."""
     found: dict[str, None] = {}
     for row in rows:
-        found.update(dict.fromkeys(m for m in row.extra if m.startswith(PRIOR_PREFIX)))
+        found.update(dict.fromkeys(m for m in row.extra if _is_prior(m)))
     return [DCPMI, *found]
 
 
 def prior_rows(run: RunResults) -> list[TaskRow]:
-    return [
-        r for r in run.rows if not r.is_group and any(m.startswith(PRIOR_PREFIX) for m in r.extra)
-    ]
+    return [r for r in run.rows if not r.is_group and any(_is_prior(m) for m in r.extra)]
 
 
 def priors_markdown(run: RunResults) -> str:
@@ -129,7 +131,7 @@ def priors_markdown(run: RunResults) -> str:
 def priors_table(rows: Sequence[TaskRow]) -> list[str]:
     """The "which prior?" table's lines (header, a row per task, the mean)."""
     metrics = prior_metrics(rows)
-    labels = ["DC-PMI (paper's premise)", *(_label(m) for m in metrics[1:])]
+    labels = ["DC-PMI (paper's premise)", *(label(m) for m in metrics[1:])]
     lines = [
         "| Task | n | " + " | ".join(labels) + " |",
         "|---|---:|" + "---:|" * len(metrics),

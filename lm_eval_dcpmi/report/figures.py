@@ -17,6 +17,7 @@ from typing import Any
 
 from lm_eval_dcpmi.report.formatting import limit_text
 from lm_eval_dcpmi.report.intervals import task_intervals
+from lm_eval_dcpmi.report.looks import look
 from lm_eval_dcpmi.report.results import (
     DCPMI,
     LABELS,
@@ -30,14 +31,8 @@ from lm_eval_dcpmi.report.results import (
 )
 from lm_eval_dcpmi.report.studies import spreads
 
-# One colour per method, the same in every figure.
-COLOURS = {
-    "acc_unc": "#8c8c8c",
-    "acc": "#1f77b4",
-    "acc_avg": "#ff7f0e",
-    "acc_norm": "#9467bd",
-    "acc_dcpmi": "#2ca02c",
-}
+# One colour per method, the same in every figure (report/looks.py).
+COLOURS = {method: look(method).colour for method in METHODS}
 GAIN_COLOUR, LOSS_COLOUR, EVEN_COLOUR = "#2ca02c", "#d62728", "#8c8c8c"
 FIGSIZE = (12.0, 8.0)  # inches
 STUDY_FIGSIZE = (10.0, 6.0)

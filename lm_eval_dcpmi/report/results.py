@@ -21,16 +21,16 @@ from typing import Any
 from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.report import looks
 
 # Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): scoring.METRICS'.
-METHODS: tuple[str, ...] = tuple(scoring.METHODS)
-LABELS: dict[str, str] = dict(scoring.METHODS)
-DCPMI = "acc_dcpmi"
-# Metrics added after the first release: results files without them still load (the
-# column shows MISSING). Every other method must be there for a task to count as DC-PMI.
-OPTIONAL: tuple[str, ...] = ("acc_norm",)
-REQUIRED: tuple[str, ...] = tuple(m for m in METHODS if m not in OPTIONAL)
-NA = "n/a"  # computed, but not a number (acc_avg without a tokenizer)
+METHODS: tuple[str, ...] = looks.METHODS
+LABELS: dict[str, str] = looks.LABELS
+DCPMI = scoring.HEADLINE
+# A results entry is a DC-PMI task's when it has the methods of the first release; those
+# added later may be missing from older files (the column shows MISSING).
+REQUIRED: tuple[str, ...] = scoring.REQUIRED
+NA = "n/a"  # computed, but not a number (Avg without a tokenizer)
 MISSING = "–"  # not in the results file at all
 
 
@@ -236,7 +236,7 @@ def _row(name: str, entry: Mapping[str, Any], is_group: bool) -> TaskRow | None:
     return TaskRow(
         task=name,
         scores={m: v for m, v in values.items() if v is not None},
-        truncated=metric(entry, "truncated"),
+        truncated=metric(entry, scoring.TRUNCATED),
         is_group=is_group,
         extra={k: v for k, v in extra.items() if v is not None},
     )
@@ -261,15 +261,15 @@ def per_document(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]
             continue
         if not all(name in s for s in ordered):
             continue
-        if row_metric.aggregation == "batch_calibrated":  # items: decided over the task
-            found[name] = scoring.batch_decisions([_item(s[name]) for s in ordered])
+        if row_metric.corpus is not None:  # items: decided over the task
+            found[name] = row_metric.corpus.decisions([_item(s[name]) for s in ordered])
         else:
             found[name] = [number(s[name]) for s in ordered]
     return found
 
 
 def _item(value: Any) -> list[float]:
-    """A batch-calibration item as logged: a list, or its JSON text."""
+    """A corpus rule's item as logged: a list, or its JSON text."""
     if isinstance(value, str):
         value = json.loads(value)
     return [number(x) for x in value]

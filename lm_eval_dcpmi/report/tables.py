@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import comparisons, intervals, studies
 from lm_eval_dcpmi.report.formatting import (
     DAGGER,
@@ -103,10 +104,14 @@ def notes(run: RunResults, *, intervals_follow: bool = False) -> list[str]:
     missing values, truncation, few-shot, prefixes whose labels are no fair look,
     significance (``intervals_follow``: the section goes on with the 95% intervals)."""
     found: list[str] = [_partial_note(run)] if run.limited else []
-    if any(math.isnan(r.scores.get("acc_avg", 0.0)) for r in run.rows):
+    needing = [m for m in METHODS if scoring.METRIC_BY_NAME[m].needs_tokenizer]
+    unknown = [
+        LABELS[m] for m in needing if any(math.isnan(r.scores.get(m, 0.0)) for r in run.rows)
+    ]
+    if unknown:
         found.append(
-            "Avg is n/a where no tokenizer was known (give `pretrained=` or `tokenizer=` in "
-            "--model_args or --metadata)."
+            f"{', '.join(unknown)} is n/a where no tokenizer was known (give `pretrained=` or "
+            "`tokenizer=` in --model_args or --metadata)."
         )
     without = [LABELS[m] for m in METHODS if any(m not in r.scores for r in run.rows)]
     if without:
@@ -170,7 +175,7 @@ CSV_HEADER = (
     *(LABELS[m] for m in METHODS),
     "best",
     "lead_p",
-    "truncated",
+    scoring.TRUNCATED,
     "limit",
     "study",
     "statistic",
