@@ -17,7 +17,7 @@ from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.core.scoring import ACCURACIES
 from lm_eval_dcpmi.core.tokens import TokenCounter, literal_special_tokens
 from lm_eval_dcpmi.data import loaders as data
-from lm_eval_dcpmi.data import records
+from lm_eval_dcpmi.data.folders import dataset_module
 from lm_eval_dcpmi.harness.index import task_index
 
 
@@ -275,7 +275,7 @@ def test_trec_first_documents(task_manager):
     ],
 )
 def test_detokenize(line, question):
-    assert records.detokenize(line).strip() == question
+    assert dataset_module("trec").detokenize(line).strip() == question
 
 
 def test_trec_questions_in_the_task_are_detokenised(task_manager):

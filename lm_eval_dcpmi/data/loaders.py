@@ -3,13 +3,13 @@
 Every loader returns a ``datasets.DatasetDict`` with one ``test`` split whose rows
 keep the file's order. Each row carries ``source`` ("file:line" or "file item N"),
 so that any later error, and every logged sample, can name the record it came from.
-A per-dataset *record* function (``records``) validates the raw row and adds
-``gold``; the wording of premises and options lives in the task YAMLs.
+A per-dataset *record* function (declared in the dataset's folder, ``folders``) validates
+the raw row and adds ``gold``; the wording of premises and options lives in the task YAMLs.
 
 Where the files come from, in order: the ``data_dir`` task metadata
 (``--metadata '{"data_dir": ...}'``), the ``DCPMI_DATA_DIR`` environment variable,
-else the upstream file or archive, downloaded once through ``datasets``' download
-manager (cached under the Hugging Face datasets cache).
+else the upstream file or archive its dataset folder names, downloaded once through
+``datasets``' download manager (cached under the Hugging Face datasets cache).
 (``user_json`` names the file and line of a user task's JSON data the datasets library
 cannot read.)
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 import datasets
 
-from lm_eval_dcpmi.data import records
+from lm_eval_dcpmi.data import folders, records
 from lm_eval_dcpmi.data.text_files import (
     declares_utf8,
     is_utf8,
@@ -39,57 +39,6 @@ from lm_eval_dcpmi.errors import DataError, parse_json
 log = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "DCPMI_DATA_DIR"
-
-# Dataset folder -> (upstream URL, path inside the archive that holds the folder's files,
-# or None when the URL is the file itself). Mirrors the layout of the plugin's data README.
-_GITHUB = "https://raw.githubusercontent.com"
-UPSTREAM: dict[str, tuple[str, str | None]] = {
-    "copa/copa-dev.xml": (
-        "https://people.ict.usc.edu/~gordon/downloads/COPA-resources.tgz",
-        "COPA-resources/datasets/copa-dev.xml",
-    ),
-    "storycloze/test_spring2016.tsv": (
-        f"{_GITHUB}/snigdhac/StoryComprehension_EMNLP/master/Dataset/RoCStories/test_spring2016.tsv",
-        None,
-    ),
-    "hellaswag/hellaswag_val.jsonl": (
-        f"{_GITHUB}/rowanz/hellaswag/master/data/hellaswag_val.jsonl",
-        None,
-    ),
-    "race/test/middle": ("http://www.cs.cmu.edu/~glai1/data/race/RACE.tar.gz", "RACE/test/middle"),
-    "race/test/high": ("http://www.cs.cmu.edu/~glai1/data/race/RACE.tar.gz", "RACE/test/high"),
-    "arc/ARC-Easy-Test.jsonl": (
-        "https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
-        "ARC-Easy/ARC-Easy-Test.jsonl",
-    ),
-    "arc/ARC-Challenge-Test.jsonl": (
-        "https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
-        "ARC-Challenge/ARC-Challenge-Test.jsonl",
-    ),
-    "openbookqa/test.jsonl": (
-        "https://ai2-public-datasets.s3.amazonaws.com/open_bookqa/OpenBookQA-V1-Sep2018.zip",
-        "Data/Main/test.jsonl",
-    ),
-    "commonsenseqa/dev_rand_split.jsonl": (
-        "https://s3.amazonaws.com/commensenseqa/dev_rand_split.jsonl",
-        None,
-    ),
-    "boolq/dev.jsonl": ("https://storage.googleapis.com/boolq/dev.jsonl", None),
-    "rte/val.jsonl": (
-        "https://dl.fbaipublicfiles.com/glue/superglue/data/v2/RTE.zip",
-        "RTE/val.jsonl",
-    ),
-    "cb/val.jsonl": (
-        "https://dl.fbaipublicfiles.com/glue/superglue/data/v2/CB.zip",
-        "CB/val.jsonl",
-    ),
-    "sst/sst_test.txt": (
-        f"{_GITHUB}/prrao87/fine-grained-sentiment/master/data/sst/sst_test.txt",
-        None,
-    ),
-    "agnews/test.csv": (f"{_GITHUB}/tonyzhaozh/few-shot-learning/main/data/agnews/test.csv", None),
-    "trec/test.txt": (f"{_GITHUB}/tonyzhaozh/few-shot-learning/main/data/trec/test.txt", None),
-}
 
 
 def locate(
@@ -136,12 +85,14 @@ def _find(file: str, data_dir: str | os.PathLike | None) -> Path:
 
 
 def _download(file: str) -> Path:
-    if file not in UPSTREAM:
+    source = folders.upstream(file)
+    if source is None:
         raise DataError(
-            f"{file}: no local data folder is set and no upstream address is known for it. "
-            f"Set {DATA_DIR_ENV} to a folder that holds {file}."
+            f"{file}: no local data folder is set and no upstream address is known for it "
+            f"(FILES in its dataset folder's dataset.py). Set {DATA_DIR_ENV} to a folder "
+            f"that holds {file}."
         )
-    url, member = UPSTREAM[file]
+    url, member = source.url, source.member
     try:
         manager = datasets.DownloadManager(dataset_name="lm_eval_dcpmi")
         fetched = Path(manager.download_and_extract(url))

@@ -1,0 +1,24 @@
+"""BoolQ (Clark et al. 2019), the dev set: a passage title, a yes/no question.
+
+The folder's README.md says where the data comes from and what the tasks score."""
+
+from __future__ import annotations
+
+from lm_eval_dcpmi.data.folders import Upstream
+from lm_eval_dcpmi.data.records import Row, field, index_in, nonempty
+
+# The files its tasks read (paths in the data folder) and where each is downloaded from.
+FILES = {
+    "boolq/dev.jsonl": Upstream("https://storage.googleapis.com/boolq/dev.jsonl"),
+}
+
+
+def boolq(row: Row) -> Row:
+    for name in ("question", "title"):
+        nonempty(row, name)
+    gold = index_in(field(row, "answer"), [True, False], "answer")
+    return {**row, "gold": gold}
+
+
+# The record readers its YAMLs name (dataset_kwargs.record).
+RECORDS = {"boolq": boolq}

@@ -1,0 +1,27 @@
+"""CommitmentBank (SuperGLUE v2), the validation set: premise, hypothesis, three labels.
+
+The folder's README.md says where the data comes from and what the tasks score."""
+
+from __future__ import annotations
+
+from lm_eval_dcpmi.data.folders import Upstream
+from lm_eval_dcpmi.data.records import Row, field, index_in, nonempty
+
+# The files its tasks read (paths in the data folder) and where each is downloaded from.
+FILES = {
+    "cb/val.jsonl": Upstream(
+        "https://dl.fbaipublicfiles.com/glue/superglue/data/v2/CB.zip",
+        "CB/val.jsonl",
+    ),
+}
+
+
+def cb(row: Row) -> Row:
+    for name in ("premise", "hypothesis"):
+        nonempty(row, name)
+    gold = index_in(field(row, "label"), ["entailment", "contradiction", "neutral"], "label")
+    return {**row, "gold": gold}
+
+
+# The record readers its YAMLs name (dataset_kwargs.record).
+RECORDS = {"cb": cb}

@@ -1,0 +1,18 @@
+"""CommonsenseQA (Talmor et al. 2019), the dev set (records: the shared ``question_choices``
+reader in lm_eval_dcpmi/data/records.py).
+
+The folder's README.md says where the data comes from and what the tasks score."""
+
+from __future__ import annotations
+
+from lm_eval_dcpmi.data.folders import Upstream
+
+# The files its tasks read (paths in the data folder) and where each is downloaded from.
+FILES = {
+    "commonsenseqa/dev_rand_split.jsonl": Upstream(
+        "https://s3.amazonaws.com/commensenseqa/dev_rand_split.jsonl"
+    ),
+}
+
+# The record readers its YAMLs name (dataset_kwargs.record).
+RECORDS = {}

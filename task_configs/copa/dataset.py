@@ -1,0 +1,30 @@
+"""COPA (Roemmele et al. 2011), the dev set: a premise, two alternatives, cause or effect.
+
+The folder's README.md says where the data comes from and what the tasks score."""
+
+from __future__ import annotations
+
+from lm_eval_dcpmi.data.folders import Upstream
+from lm_eval_dcpmi.data.records import Row, field, index_in, nonempty
+
+# The files its tasks read (paths in the data folder) and where each is downloaded from.
+FILES = {
+    "copa/copa-dev.xml": Upstream(
+        "https://people.ict.usc.edu/~gordon/downloads/COPA-resources.tgz",
+        "COPA-resources/datasets/copa-dev.xml",
+    ),
+}
+
+
+def copa(row: Row) -> Row:
+    for name in ("p", "a1", "a2"):
+        nonempty(row, name)
+    index_in(field(row, "asks_for"), ["cause", "effect"], "asks-for")
+    gold = index_in(
+        field(row, "most_plausible_alternative"), ["1", "2"], "most-plausible-alternative"
+    )
+    return {**row, "gold": gold}
+
+
+# The record readers its YAMLs name (dataset_kwargs.record).
+RECORDS = {"copa": copa}

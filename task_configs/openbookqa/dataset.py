@@ -1,0 +1,19 @@
+"""OpenBookQA (Mihaylov et al. 2018), the test set (records: the shared ``question_choices``
+reader in lm_eval_dcpmi/data/records.py).
+
+The folder's README.md says where the data comes from and what the tasks score."""
+
+from __future__ import annotations
+
+from lm_eval_dcpmi.data.folders import Upstream
+
+# The files its tasks read (paths in the data folder) and where each is downloaded from.
+FILES = {
+    "openbookqa/test.jsonl": Upstream(
+        "https://ai2-public-datasets.s3.amazonaws.com/open_bookqa/OpenBookQA-V1-Sep2018.zip",
+        "Data/Main/test.jsonl",
+    ),
+}
+
+# The record readers its YAMLs name (dataset_kwargs.record).
+RECORDS = {}

@@ -1,0 +1,257 @@
+"""A dataset is one folder: ``task_configs/<dataset>/`` (see lm_eval_dcpmi/data/folders.py).
+
+The folders hold everything about their dataset; what is written elsewhere (the groups'
+task lists, docs/tasks.md's counts) is checked against them here. On the real files: each
+task's document count and first documents, as the folder's ``first_documents.json``
+states them. And a throwaway 17th dataset, added as one folder to a copy of the project,
+is scored with nothing else changed.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import ROOT, load_task, request_pairs
+
+from lm_eval_dcpmi import paper
+from lm_eval_dcpmi.data import folders, records
+
+TASK_CONFIGS = ROOT / "task_configs"
+FOLDERS = folders.dataset_folders(TASK_CONFIGS)
+
+
+def first_documents(folder: Path) -> dict:
+    return json.loads((folder / folders.FIRST_DOCUMENTS).read_text(encoding="utf-8"))
+
+
+def checked_tasks() -> dict[str, tuple[str, dict]]:
+    """Task -> (its dataset folder, what the folder's first_documents.json says of it)."""
+    return {
+        task: (name, entry)
+        for name, folder in FOLDERS.items()
+        for task, entry in first_documents(folder).items()
+    }
+
+
+def assert_first_documents(task, expected: dict) -> None:
+    """The built ``task`` has the document count, gold indices and requests of
+    ``expected`` (an entry of a first_documents.json)."""
+    assert len(task.eval_docs) == expected["documents"]
+    n = len(expected["first"])
+    assert [task.eval_docs[i]["gold"] for i in range(n)] == [d["gold"] for d in expected["first"]]
+    assert request_pairs(task, n) == [[tuple(r) for r in d["requests"]] for d in expected["first"]]
+
+
+def _yamls(folder: Path) -> list[dict]:
+    return [paper.load_yaml(path) for path in sorted(folder.rglob("*.yaml"))]
+
+
+# ---- the folders ----------------------------------------------------------------------
+
+
+@pytest.mark.fast
+def test_the_thirteen_datasets_are_folders_with_their_files():
+    assert sorted(FOLDERS) == [
+        "agnews", "arc", "boolq", "cb", "commonsenseqa", "copa", "hellaswag", "openbookqa",
+        "race", "rte", "sst", "storycloze", "trec",
+    ]  # fmt: skip
+    for name, folder in FOLDERS.items():
+        for file in folders.FOLDER_FILES:
+            assert (folder / file).is_file(), f"task_configs/{name} has no {file}"
+        readme = (folder / folders.README).read_text(encoding="utf-8")
+        for task in first_documents(folder):  # the README names each task it documents
+            assert f"`{task}`" in readme, (name, task)
+
+
+@pytest.mark.fast
+def test_every_task_yaml_names_a_file_its_folder_can_fetch_and_a_known_reader():
+    readers = {**records.SHARED, **{k: v for k, (v, _) in folders.record_readers().items()}}
+    seen = 0
+    for path in sorted(TASK_CONFIGS.rglob("*.yaml")):
+        kwargs = paper.load_yaml(path).get("dataset_kwargs") or {}
+        if "file" not in kwargs:
+            continue
+        seen += 1
+        dataset = kwargs["file"].split("/", 1)[0]
+        where = path.relative_to(ROOT)
+        assert dataset in FOLDERS, f"{where}: {kwargs['file']} is in no dataset folder"
+        assert folders.upstream(kwargs["file"]) is not None, f"{where}: no upstream address"
+        assert kwargs["record"] in readers, f"{where}: unknown record {kwargs['record']}"
+    assert seen >= 16
+
+
+@pytest.mark.fast
+def test_an_unknown_record_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown record type 'nope'.*known: agnews, boolq"):
+        records.get("nope")
+
+
+@pytest.mark.fast
+def test_the_papers_tasks_and_their_priors_are_the_folders():
+    checked = checked_tasks()
+    # every task of the paper's group has its first documents checked by its folder
+    assert set(paper.paper_order()) == set(checked)
+    # and the priors group scores each of them, from a YAML in the same folder
+    priors = yaml.safe_load((TASK_CONFIGS / "dcpmi_priors.yaml").read_text(encoding="utf-8"))
+    defined = {
+        data["task"]: name
+        for name, folder in FOLDERS.items()
+        for data in _yamls(folder)
+        if isinstance(data.get("task"), str)
+    }
+    expected = [t.replace("dcpmi_", "dcpmi_priors_", 1) for t in paper.paper_order()]
+    assert priors["task"] == expected
+    for task in expected:
+        assert defined[task] == checked[task.replace("dcpmi_priors_", "dcpmi_", 1)][0], task
+
+
+@pytest.mark.fast
+def test_the_task_tables_counts_are_the_folders():
+    text = (ROOT / "docs" / "tasks.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(dcpmi_\w+)` \| [^|]+ \| ([\d,]+) \|", text, re.MULTILINE))
+    counts = {task: entry["documents"] for task, (_, entry) in checked_tasks().items()}
+    assert {task: int(n.replace(",", "")) for task, n in rows.items()} == counts
+
+
+# ---- on the real files ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_name", sorted(checked_tasks()))
+def test_count_and_first_documents_are_the_folders(task_manager, task_name):
+    _folder, expected = checked_tasks()[task_name]
+    assert_first_documents(load_task(task_manager, task_name), expected)
+
+
+# ---- a 17th dataset is one folder -----------------------------------------------------
+
+TOY = {
+    "dcpmi_toy.yaml": """\
+include: ../_dcpmi_template_yaml
+task: dcpmi_toy
+custom_dataset: !function lm_eval_dcpmi.data.jsonl
+dataset_kwargs:
+  file: toy/questions.jsonl
+  record: toy
+doc_to_text: " Q: {{question}}\\n A:"
+doc_to_choice: [" yes", " no"]
+domain_premise: "\\n A:"
+""",
+    "dataset.py": '''\
+"""Toy yes/no questions: a throwaway dataset (tests/test_dataset_folders.py)."""
+
+from lm_eval_dcpmi.data.folders import Upstream
+from lm_eval_dcpmi.data.records import Row, index_in, nonempty
+
+FILES = {"toy/questions.jsonl": Upstream("https://example.org/toy/questions.jsonl")}
+
+
+def toy(row: Row) -> Row:
+    nonempty(row, "question")
+    return {**row, "gold": index_in(row["answer"], ["yes", "no"], "answer")}
+
+
+RECORDS = {"toy": toy}
+''',
+    "README.md": "# Toy\n\n`dcpmi_toy`: two yes/no questions, for a test.\n",
+    "first_documents.json": json.dumps(
+        {
+            "dcpmi_toy": {
+                "documents": 3,
+                "first": [
+                    {
+                        "gold": 1,
+                        "requests": [
+                            [" Q: Is snow green?\n A:", " yes"],
+                            [" Q: Is snow green?\n A:", " no"],
+                            ["\n A:", " yes"],
+                            ["\n A:", " no"],
+                        ],
+                    },
+                    {
+                        "gold": 0,
+                        "requests": [
+                            [" Q: Is snow cold?\n A:", " yes"],
+                            [" Q: Is snow cold?\n A:", " no"],
+                            ["\n A:", " yes"],
+                            ["\n A:", " no"],
+                        ],
+                    },
+                ],
+            }
+        }
+    ),
+}
+TOY_DATA = [
+    {"question": "Is snow green?", "answer": "no"},
+    {"question": "Is snow cold?", "answer": "yes"},
+    {"question": "Is fire hot?", "answer": "yes"},
+]
+
+# Run in the copy: the plugin finds the folder, lm-eval builds the task, and the folder's
+# own first_documents.json is checked as the real folders' are.
+TOY_CHECK = """
+import json, sys
+sys.path.insert(0, sys.argv[1])  # the tests' helpers
+from lm_eval.tasks import TaskManager
+from test_dataset_folders import assert_first_documents
+
+from lm_eval_dcpmi import task_configs_dir
+from lm_eval_dcpmi.data import folders
+
+folder = folders.dataset_folders()["toy"]
+task = TaskManager().load(["dcpmi_toy"])["tasks"]
+(task,) = task.values()
+expected = json.loads((folder / "first_documents.json").read_text())["dcpmi_toy"]
+assert_first_documents(task, expected)
+print(json.dumps({"configs": str(task_configs_dir()), "metrics": [m.name for m in task.metrics]}))
+"""
+
+
+def test_a_throwaway_17th_dataset_is_one_folder(tmp_path):
+    project = tmp_path / "project"
+    for part in ("lm_eval_dcpmi", "task_configs"):
+        shutil.copytree(ROOT / part, project / part, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "lm_eval_dcpmi_autoload.py", project)
+    toy = project / "task_configs" / "toy"
+    toy.mkdir()
+    for name, text in TOY.items():
+        (toy / name).write_text(text, encoding="utf-8")
+    data = tmp_path / "data" / "toy"  # the data file lives outside the project
+    data.mkdir(parents=True)
+    (data / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TOY_DATA))
+
+    def differs(path: Path) -> bool:
+        original = ROOT / path.relative_to(project)
+        return not original.is_file() or not filecmp.cmp(path, original, shallow=False)
+
+    changed = sorted(
+        str(path.relative_to(project))
+        for path in project.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and differs(path)
+    )
+    # the dataset needed one folder and nothing else
+    assert changed == [f"task_configs/toy/{name}" for name in sorted(TOY)]
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(project),
+        "DCPMI_DATA_DIR": str(tmp_path / "data"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", TOY_CHECK, str(ROOT / "tests")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["configs"] == str(project / "task_configs")
+    assert found["metrics"][-3:] == ["acc_dcpmi", "truncated", "unranked"]
