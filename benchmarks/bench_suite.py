@@ -119,8 +119,8 @@ class Forwarded:
 
 def predictions(task: Any, by_doc: dict[int, list[Any]], answers: dict[int, list[float]]) -> list:
     """Every document's predicted option under every method (``scoring.predictions``)."""
-    from lm_eval_dcpmi.core.scoring import METRICS, DocumentScores
-    from lm_eval_dcpmi.core.scoring import predictions as predict
+    from lm_eval_dcpmi.rules.scoring import METRICS, DocumentScores
+    from lm_eval_dcpmi.rules.scoring import predictions as predict
 
     out = []
     rules = [m for m in METRICS if m.scope == "every"]  # the five every task has

@@ -126,7 +126,7 @@ def _include_path(given: object) -> list:
 
 
 def _note_task_manager(manager: object) -> None:
-    from lm_eval_dcpmi.core.derive import note_task_manager
+    from lm_eval_dcpmi.tasks.derive import note_task_manager
 
     note_task_manager(manager)
 

@@ -20,7 +20,7 @@ import yaml
 from lm_eval_dcpmi import embedded
 
 if TYPE_CHECKING:
-    from lm_eval_dcpmi.core.task import DCPMITask
+    from lm_eval_dcpmi.tasks.task import DCPMITask
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ def tiny_dataset(docs=None):
 
 
 def make_task(docs=None, **overrides) -> DCPMITask:
-    from lm_eval_dcpmi.core.task import DCPMITask
+    from lm_eval_dcpmi.tasks.task import DCPMITask
 
     config = {
         "task": "tiny_dcpmi",

@@ -7,7 +7,7 @@ import json
 import struct
 from pathlib import Path
 
-from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.rules import scoring
 
 STAMP = "2026-01-01T00-00-00"
 

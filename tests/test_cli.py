@@ -21,8 +21,8 @@ from helpers import (
 )
 
 from lm_eval_dcpmi.command import cli, derived_tasks, lm_eval_options
-from lm_eval_dcpmi.core.scoring import ACCURACIES
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.rules.scoring import ACCURACIES
 
 # ------------------------------------------------------------------ parsing the option
 
@@ -72,7 +72,7 @@ def test_bad_option_is_one_line_and_status_2(capsys):
 def test_derived_yaml_is_the_by_name_form(tmp_path):
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    from lm_eval_dcpmi.core.task import DCPMITask
+    from lm_eval_dcpmi.tasks.task import DCPMITask
 
     names = derived_tasks.write_derived_tasks(
         [("arc_easy", "Answer:"), ("copa", "\n{{ x }}")], tmp_path

@@ -13,10 +13,10 @@ import pytest
 from helpers import embedded_model_args
 from recompute import expected_metrics
 
-from lm_eval_dcpmi.core.layout import conditional_and_domain
-from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
-from lm_eval_dcpmi.core.tokens import counter_for_metadata
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.tasks.layout import conditional_and_domain
+from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
 
 QUESTIONS = [
     {"question": "What colour is fresh snow?", "choices": ["white", "black", "green"], "label": 0},

@@ -10,8 +10,8 @@ import transformers
 from helpers import GGUF_FILE, embedded_model_dir
 from recompute import expected_bc, expected_cc, expected_metrics
 
-from lm_eval_dcpmi.core.scoring import ACCURACIES as METRICS
 from lm_eval_dcpmi.report.samples import task_layout
+from lm_eval_dcpmi.rules.scoring import ACCURACIES as METRICS
 
 
 @pytest.fixture(scope="module")

@@ -112,7 +112,7 @@ def test_lm_eval_compat_is_folded_into_the_seam() -> None:
 def test_lm_evals_custom_dataset_advice_is_quiet_for_the_plugins_tasks_only(caplog) -> None:
     import logging
 
-    import lm_eval_dcpmi.core.task  # noqa: F401  (it sets the filter up)
+    import lm_eval_dcpmi.tasks.task  # noqa: F401  (it sets the filter up)
     from lm_eval_dcpmi.harness.tasks import TASK_LOGGERS
 
     advice = (  # lm-eval 0.4.13, ConfigurableTask.download

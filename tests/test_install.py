@@ -33,8 +33,8 @@ import pytest
 from helpers import MISSING_DATA, OTHER_RELEASES, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
-from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
 from lm_eval_dcpmi.report.looks import LABELS
+from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"

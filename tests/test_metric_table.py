@@ -12,12 +12,12 @@ import pytest
 import yaml
 from helpers import ROOT, make_task
 
-from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, total
-from lm_eval_dcpmi.core.scoring import METRICS
 from lm_eval_dcpmi.harness.metrics import registered_metric
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report import results as report_results
+from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.rules.metrics import dcpmi_metric_list, total
+from lm_eval_dcpmi.rules.scoring import METRICS
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
@@ -74,7 +74,7 @@ def test_nothing_outside_the_tables_names_a_metric():
     # How a metric is computed, aggregated or shown is read from its row (or, for labels
     # and colours, its look); code that names one to decide would have to change with it.
     names = {m.name for m in METRICS}
-    tables = {ROOT / "lm_eval_dcpmi/core/scoring.py", ROOT / "lm_eval_dcpmi/report/looks.py"}
+    tables = {ROOT / "lm_eval_dcpmi/rules/scoring.py", ROOT / "lm_eval_dcpmi/report/looks.py"}
     files = [
         path
         for folder in ("lm_eval_dcpmi", "scripts", "benchmarks")
@@ -176,8 +176,8 @@ import json, sys
 sys.path.insert(0, sys.argv[1])  # the tests' helpers
 from helpers import make_task
 
-from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.core.metrics import dcpmi_metric_list
+from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.rules.metrics import dcpmi_metric_list
 from lm_eval_dcpmi.harness.metrics import registered_metric
 from lm_eval_dcpmi.report import looks, results
 
@@ -217,7 +217,7 @@ def test_a_throwaway_rule_is_one_row(tmp_path):
 
     copy = tmp_path / "lm_eval_dcpmi"
     shutil.copytree(ROOT / "lm_eval_dcpmi", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    table = copy / "core" / "scoring.py"
+    table = copy / "rules" / "scoring.py"
     text = table.read_text(encoding="utf-8")
     anchor = '    Metric(name="truncated"'
     assert text.count(anchor) == 1
@@ -228,7 +228,7 @@ def test_a_throwaway_rule_is_one_row(tmp_path):
         if path.is_file()
         and not filecmp.cmp(path, ROOT / path.relative_to(tmp_path), shallow=False)
     ]
-    assert changed == ["lm_eval_dcpmi/core/scoring.py"]  # the one file the rule needed
+    assert changed == ["lm_eval_dcpmi/rules/scoring.py"]  # the one file the rule needed
 
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     done = subprocess.run(

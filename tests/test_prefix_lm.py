@@ -172,7 +172,7 @@ def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
     """A real lm-eval run: every DC-PMI accuracy and count with hf-prefix is hf's."""
     from lm_eval import simple_evaluate
 
-    from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
+    from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
 
     tasks = ["dcpmi_copa", "dcpmi_boolq"]
     available = [t for t in tasks if t in task_manager.all_tasks]

@@ -16,8 +16,8 @@ from helpers import embedded_model_args
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi._autoload import with_plugin_path
-from lm_eval_dcpmi.core.scoring import ACCURACIES, COUNTS
 from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
 
 OURS = task_configs_dir()
 
@@ -122,8 +122,8 @@ def test_the_names_task_yamls_give_stay_where_they_were():
     # `class: !function lm_eval_dcpmi.task.DCPMITask`, `custom_dataset: !function
     # lm_eval_dcpmi.data.jsonl`: lm-eval imports the module and takes the attribute
     from lm_eval_dcpmi import data, task
-    from lm_eval_dcpmi.core.task import DCPMITask
     from lm_eval_dcpmi.data import loaders
+    from lm_eval_dcpmi.tasks.task import DCPMITask
 
     assert task.DCPMITask is DCPMITask
     for name in data.__all__:
@@ -204,7 +204,7 @@ def test_a_fault_in_the_task_manager_hook_leaves_lm_eval_as_without_the_plugin(
     from lm_eval.tasks import TaskManager
 
     from lm_eval_dcpmi import _autoload
-    from lm_eval_dcpmi.core import derive
+    from lm_eval_dcpmi.tasks import derive
 
     def broken(_argument):
         raise RuntimeError("the plugin is broken")

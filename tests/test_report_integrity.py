@@ -19,9 +19,9 @@ from report_helpers import (
     write_run,
 )
 
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import load_results, report_command
 from lm_eval_dcpmi.report.loading import SamplesError
+from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.task import premise_version
 
 METHODS = tuple(scoring.METHODS)

@@ -9,9 +9,9 @@ import pytest
 from report_helpers import STAMP, entry, md_rows, results_dict, ten_document_run, write_run
 
 from lm_eval_dcpmi import report
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import load_results, looks, report_command
 from lm_eval_dcpmi.report.samples import task_layout
+from lm_eval_dcpmi.rules import scoring
 
 METHODS = tuple(scoring.METHODS)
 

@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.core.scoring import DocumentScores
 from lm_eval_dcpmi.report import looks
+from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.rules.scoring import DocumentScores
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast

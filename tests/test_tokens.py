@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lm_eval_dcpmi.core import tokens
+from lm_eval_dcpmi.tasks import tokens
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """``dcpmi run --dcpmi_task TASK=PREMISE``: the option read, and the task YAMLs written.
 
 Each ``--dcpmi_task`` names a registered multiple-choice task and a domain premise; its
-DC-PMI variant ``TASK_dcpmi`` is a by-name YAML (``base_task:``, see ``core/derive.py``)
+DC-PMI variant ``TASK_dcpmi`` is a by-name YAML (``base_task:``, see ``tasks/derive.py``)
 written into the run's temporary task folder.
 """
 
@@ -69,8 +69,8 @@ def parse_dcpmi_task(value: str) -> tuple[str, str]:
 def derived_task_config(base: str, premise: str) -> dict[str, Any]:
     """The by-name DC-PMI YAML for ``base`` (written out with the function tag added); its
     metadata holds the option, which results and errors name as the task's source (the
-    YAML itself is a temporary file; see ``core/derive.py``)."""
-    from lm_eval_dcpmi.core.derive import DCPMI_TASK_KEY
+    YAML itself is a temporary file; see ``tasks/derive.py``)."""
+    from lm_eval_dcpmi.tasks.derive import DCPMI_TASK_KEY
 
     return {
         "task": base + DERIVED_SUFFIX,

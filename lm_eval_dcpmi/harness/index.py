@@ -2,7 +2,7 @@
 and the ``TaskManager`` patch that makes every manager index the plugin's task folders.
 
 lm-eval offers no public way to read a registered task's config without building the
-task, which downloads its dataset. ``base_task:`` (``core/derive.py``) and the leaderboard's
+task, which downloads its dataset. ``base_task:`` (``tasks/derive.py``) and the leaderboard's
 installed-task check need exactly that, so they read the ``Entry`` objects of the public
 ``TaskManager.task_index`` and load their YAML with lm-eval's own loader
 (``lm_eval/tasks/_index.py``, ``_yaml_loader.py``, ``_factory.py``; the same in 0.4.12

@@ -51,7 +51,6 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from lm_eval_dcpmi.core.tokens import share_tokenizer, shared_tokenizer
 from lm_eval_dcpmi.harness.hflm import HookedHFLM
 from lm_eval_dcpmi.hf_prefix.cache import Kept, gather_cache, layer_tensors, output_cache
 from lm_eval_dcpmi.hf_prefix.check import SelfCheck, Setup
@@ -70,6 +69,7 @@ from lm_eval_dcpmi.hf_prefix.schedule import (
     unique_pairs,
 )
 from lm_eval_dcpmi.hf_prefix.tree import Node, build_tree, split_tops
+from lm_eval_dcpmi.tasks.tokens import share_tokenizer, shared_tokenizer
 
 log = logging.getLogger(__name__)
 _ONE_AT_A_TIME = threading.Lock()

@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import __version__
-from lm_eval_dcpmi.core import premise_digest, scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.benchmarks import BENCHMARKS, Benchmark
 from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry, installed_differences
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.looks import PAPER
 from lm_eval_dcpmi.report.stats import wilson
+from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 FORMATS = ("eee", "hf", "model-index")
 HEADLINE = scoring.HEADLINE

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core import premise_digest, scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify
 from lm_eval_dcpmi.leaderboard.portable import model_args_of, read_json
 from lm_eval_dcpmi.report.samples import samples_files
+from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 
 @dataclass
@@ -233,8 +234,8 @@ def _manager() -> Any:
 def installed_task(name: str) -> InstalledTask | None:
     """The installed task ``name``'s version and premise digest, read from its YAML (the
     task is not built); None when no DC-PMI task of that name is installed."""
-    from lm_eval_dcpmi.core import references
     from lm_eval_dcpmi.harness import index as lm_eval_index
+    from lm_eval_dcpmi.tasks import references
 
     path = lm_eval_index.entry_yaml(_manager(), name)
     if path is None:

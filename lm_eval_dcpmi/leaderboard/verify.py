@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core import scoring
-from lm_eval_dcpmi.core.scoring import DocumentScores
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.submission import (
     Submission,
@@ -42,6 +40,8 @@ from lm_eval_dcpmi.report.samples import (
     task_hash,
     task_layout,
 )
+from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.rules.scoring import DocumentScores
 
 # Two floats count as equal within this relative difference (JSON round trips, summation
 # order): far below one document's weight in any split (1/56 for CB).
@@ -102,7 +102,7 @@ class TokenCounts:
 
     def counter(self) -> Any:
         if self._counter is None:
-            from lm_eval_dcpmi.core.tokens import counter_for_metadata
+            from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
 
             args = self.submission.tokenizer_args(self.tokenizer)
             try:

@@ -16,11 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import stats
 from lm_eval_dcpmi.report.formatting import md_cell, n_text, p_text
 from lm_eval_dcpmi.report.looks import label
 from lm_eval_dcpmi.report.results import DCPMI, MISSING, RunResults, TaskRow
+from lm_eval_dcpmi.rules import scoring
 
 # The calibrations (the table's accuracies on a fixed label set), shown beside lm-eval's
 # plain score and DC-PMI, and tested against DC-PMI.

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.leaderboard.portable import read_json
 from lm_eval_dcpmi.report.results import ReportError
 from lm_eval_dcpmi.report.samples import read_samples, samples_files
+from lm_eval_dcpmi.rules import scoring
 
 # What may differ between the parts of one run: the rest of their results files must agree.
 PER_PART = ("results", "n-samples", "task_hashes", "date", "total_evaluation_time_seconds")

@@ -11,7 +11,6 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core import premise_digest
 from lm_eval_dcpmi.errors import RESULTS_FILE_FIX, parse_json
 from lm_eval_dcpmi.report.results import (
     METHODS,
@@ -29,6 +28,7 @@ from lm_eval_dcpmi.report.samples import (
     task_hash,
     task_layout,
 )
+from lm_eval_dcpmi.tasks import premise_digest
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """How reports and exports show a metric: its column label, its colour in figures, and the
 source that a leaderboard's reader sees beside its rule.
 
-The scoring table (``core/scoring.METRICS``) says how a metric is computed; this one, how it
+The scoring table (``rules/scoring.METRICS``) says how a metric is computed; this one, how it
 is shown. A metric without a look here is shown by its name, in grey: a new rule needs
 no row here to appear everywhere.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lm_eval_dcpmi.core import scoring
+from lm_eval_dcpmi.rules import scoring
 
 PAPER = "Holtzman et al. 2021, Surface Form Competition"
 GREY = "#7f7f7f"

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report.results import LABELS, METHODS, ReportError, RunResults, model_args
 from lm_eval_dcpmi.report.samples import (
@@ -25,6 +24,7 @@ from lm_eval_dcpmi.report.samples import (
     read_samples,
     task_layout,
 )
+from lm_eval_dcpmi.rules import scoring
 
 HEADER = (
     "model",
@@ -66,7 +66,7 @@ def _task_config(run: RunResults, task: str) -> Mapping[str, Any]:
 
 def _token_counter(run: RunResults, task: str) -> tuple[Any, str]:
     """The task's token counter and, when there is none, why."""
-    from lm_eval_dcpmi.core.tokens import counter_for_metadata
+    from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
 
     metadata = _task_config(run, task).get("metadata")
     config = run.data.get("config")

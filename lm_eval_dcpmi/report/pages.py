@@ -44,13 +44,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lm_eval_dcpmi import paper, report
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.leaderboard.portable import portable_results, read_json, write_json
 from lm_eval_dcpmi.report import comparisons, joining, studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
 from lm_eval_dcpmi.report.formatting import value_text
 from lm_eval_dcpmi.report.results import METHODS, RunResults, number
+from lm_eval_dcpmi.rules import scoring
 
 # The repository's root: this module works on a checkout (the editable install that
 # scripts/setup.sh makes), where docs/ and README.md are.

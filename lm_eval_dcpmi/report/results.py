@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import paper
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import looks
+from lm_eval_dcpmi.rules import scoring
 
 # Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): scoring.METRICS'.
 METHODS: tuple[str, ...] = looks.METHODS

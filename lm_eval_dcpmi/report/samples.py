@@ -2,7 +2,7 @@
 
 lm-eval names them ``samples_<task>_<date>.jsonl`` with the date of ``results_<date>.json``.
 Each line is one document: ``arguments`` (the requests' (context, continuation) pairs,
-in the blocks of ``core.layout``: the conditional requests, then one block per reference
+in the blocks of ``tasks.layout``: the conditional requests, then one block per reference
 context, then on the carrier document the content-free ones), ``filtered_resps`` (the matching
 [loglikelihood, is_greedy] pairs), ``target`` and the per-document metric values.
 The JSONL file stores arguments as ``{"gen_args_<i>": {"arg_0": ..., "arg_1": ...}}`` and
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.core.layout import DEFAULT, Layout
 from lm_eval_dcpmi.errors import parse_json
 from lm_eval_dcpmi.harness.results import logged_loglikelihood
 from lm_eval_dcpmi.report.results import ReportError, number
+from lm_eval_dcpmi.tasks.layout import DEFAULT, Layout
 
 _RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
 
@@ -93,7 +93,7 @@ def task_layout(config: Mapping[str, Any] | None) -> Layout:
         return DEFAULT
     extra = metadata.get("reference_contexts")
     names = tuple(extra) if isinstance(extra, Mapping) else ()
-    from lm_eval_dcpmi.core.references import CONTENT_FREE_INPUTS  # import-light module
+    from lm_eval_dcpmi.tasks.references import CONTENT_FREE_INPUTS  # import-light module
 
     free = CONTENT_FREE_INPUTS if metadata.get("content_free_fields") else ()
     return Layout(("domain", *names), free)

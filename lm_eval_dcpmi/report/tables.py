@@ -6,7 +6,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lm_eval_dcpmi.core import scoring
 from lm_eval_dcpmi.report import comparisons, intervals, studies
 from lm_eval_dcpmi.report.formatting import (
     DAGGER,
@@ -23,6 +22,7 @@ from lm_eval_dcpmi.report.formatting import (
 )
 from lm_eval_dcpmi.report.results import LABELS, METHODS, RunResults, TaskRow, run_from_dict
 from lm_eval_dcpmi.report.summary import has_summary, summary_markdown
+from lm_eval_dcpmi.rules import scoring
 
 INTRODUCTION = (
     "# DC-PMI report\n\nAccuracy (%) of the five scoring methods (Holtzman et al., 2021; "

@@ -23,27 +23,29 @@ from typing import Any
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi import __version__
-from lm_eval_dcpmi.core import checks, premise_digest, references, scoring
-from lm_eval_dcpmi.core.derive import with_base_task
-from lm_eval_dcpmi.core.documents import (
-    DocumentScoring,
-    PendingDocuments,
-    carrier_scores,
-    warn_if_every_process_scores_everything,
-)
-from lm_eval_dcpmi.core.layout import Layout
-from lm_eval_dcpmi.core.metrics import dcpmi_metric_list, register_metrics
-from lm_eval_dcpmi.core.scoring import METHODS, DocumentScores
-from lm_eval_dcpmi.core.tokens import (
-    TokenCounter,
-    counter_for_metadata,
-    literal_special_token_warnings,
-)
+from lm_eval_dcpmi.checks import documents as checks
 from lm_eval_dcpmi.data.digests import task_data_files
 from lm_eval_dcpmi.data.user_json import loading_json
 from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
 from lm_eval_dcpmi.harness import tasks as harness_tasks
 from lm_eval_dcpmi.harness.templates import jinja_env
+from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.rules.metrics import dcpmi_metric_list, register_metrics
+from lm_eval_dcpmi.rules.scoring import METHODS, DocumentScores
+from lm_eval_dcpmi.tasks import premise_digest, references
+from lm_eval_dcpmi.tasks.derive import with_base_task
+from lm_eval_dcpmi.tasks.documents import (
+    DocumentScoring,
+    PendingDocuments,
+    carrier_scores,
+    warn_if_every_process_scores_everything,
+)
+from lm_eval_dcpmi.tasks.layout import Layout
+from lm_eval_dcpmi.tasks.tokens import (
+    TokenCounter,
+    counter_for_metadata,
+    literal_special_token_warnings,
+)
 
 log = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ from typing import Any, Literal
 
 import yaml
 
-from lm_eval_dcpmi.core import premise_digest
-from lm_eval_dcpmi.core.layout import DOMAIN
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.harness.tasks import fewshot_random
+from lm_eval_dcpmi.tasks import premise_digest
+from lm_eval_dcpmi.tasks.layout import DOMAIN
 
 # Zhao et al. (2021), "Calibrate Before Use", section 5: "N/A", the empty string, "[MASK]".
 CONTENT_FREE_INPUTS: tuple[str, ...] = ("N/A", "", "[MASK]")

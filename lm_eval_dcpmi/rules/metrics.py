@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lm_eval_dcpmi.core.scoring import DOMAIN, METRICS, Metric, task_metrics
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.harness.metrics import add_aggregation, add_metric, default_metrics
+from lm_eval_dcpmi.rules.scoring import DOMAIN, METRICS, Metric, task_metrics
 
 
 def total(items: list[float]) -> float:

@@ -20,11 +20,11 @@ import jinja2
 import jinja2.meta
 from lm_eval.api.instance import Instance
 
-from lm_eval_dcpmi.core import null_fields
-from lm_eval_dcpmi.core.tokens import TokenCounter
+from lm_eval_dcpmi.checks import null_fields
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
 from lm_eval_dcpmi.harness.tasks import multiple_inputs, raw_target
 from lm_eval_dcpmi.harness.templates import jinja_env, template_error
+from lm_eval_dcpmi.tasks.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 

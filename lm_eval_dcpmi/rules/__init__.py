@@ -1,0 +1,2 @@
+"""The scoring rules: the one table of metrics (``scoring``) and their registration with
+lm-eval (``metrics``)."""
