@@ -285,6 +285,24 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def load_model(batch_size: int, threads: int | None) -> tuple[Any, Any, dict[str, Any]]:
+    """The embedded model as ``hf-prefix`` on the CPU (``threads`` torch threads), a
+    TaskManager that knows the plugin's tasks, and the model arguments."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi import embedded, task_configs_dir
+    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+
+    model_args = embedded.model_args()
+    lm = PrefixHFLM(**model_args, device="cpu", batch_size=batch_size)
+    manager = TaskManager(include_path=str(task_configs_dir()), metadata=model_args)
+    return lm, manager, model_args
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", default=None, help="comma-separated (default: the 16)")
@@ -298,18 +316,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
     args = parser.parse_args()
 
-    import torch
+    from lm_eval_dcpmi import paper
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    from lm_eval.tasks import TaskManager
-
-    from lm_eval_dcpmi import embedded, paper, task_configs_dir
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
-
-    model_args = embedded.model_args()
-    lm = PrefixHFLM(**model_args, device="cpu", batch_size=args.batch_size)
-    manager = TaskManager(include_path=str(task_configs_dir()), metadata=model_args)
+    lm, manager, model_args = load_model(args.batch_size, args.threads)
     report: dict[str, Any] = {
         "machine": machine(),
         "model": model_args["gguf_file"],

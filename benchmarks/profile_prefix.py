@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_suite import encode, machine, sample_documents  # noqa: E402
+from bench_suite import encode, load_model, machine, sample_documents  # noqa: E402
 
 GROUPS = {
     "attention (SDPA fused CPU kernel)": ("flash_attention", "_scaled_dot_product_flash"),
@@ -54,7 +54,7 @@ GROUPS = {
         "aten::masked_fill", "aten::embedding", "aten::argmax", "aten::eq", "aten::clone",
         "aten::contiguous", "aten::expand", "aten::to", "aten::_to_copy", "aten::fill_",
         "aten::zero_", "aten::empty", "aten::view", "aten::reshape", "aten::transpose",
-        "aten::slice", "aten::select", "aten::unsqueeze", "aten::gather", "aten::sort",
+        "aten::slice", "aten::select", "aten::unsqueeze", "aten::sort",
     ),
 }  # fmt: skip
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear")
@@ -193,18 +193,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
     args = parser.parse_args()
 
-    import torch
-
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    from lm_eval.tasks import TaskManager
-
-    from lm_eval_dcpmi import embedded, task_configs_dir
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
-
-    model_args = embedded.model_args()
-    lm = PrefixHFLM(**model_args, device="cpu", batch_size=args.batch_size)
-    manager = TaskManager(include_path=str(task_configs_dir()), metadata=model_args)
+    lm, manager, model_args = load_model(args.batch_size, args.threads)
     config = lm.model.config
     report: dict[str, Any] = {
         "machine": machine(),

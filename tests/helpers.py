@@ -300,3 +300,47 @@ def write_quiz(folder: Path, by_name: bool) -> Path:
     if by_name:
         (folder / "quiz_dcpmi.yaml").write_text(BY_NAME_YAML)
     return folder
+
+
+# ---- a copy of the project, changed as a contributor would ------------------------------
+
+
+def copy_project(target: Path, parts: tuple[str, ...] = ("lm_eval_dcpmi",)) -> Path:
+    """``parts`` of the repository (folders, or files) copied under ``target``."""
+    import shutil
+
+    for part in parts:
+        if (ROOT / part).is_dir():
+            shutil.copytree(
+                ROOT / part, target / part, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            shutil.copy(ROOT / part, target / part)
+    return target
+
+
+def changed_files(project: Path) -> list[str]:
+    """The files of a ``copy_project`` copy that differ from the repository's, or are new."""
+    import filecmp
+
+    def differs(path: Path) -> bool:
+        original = ROOT / path.relative_to(project)
+        return not original.is_file() or not filecmp.cmp(path, original, shallow=False)
+
+    return sorted(
+        str(path.relative_to(project))
+        for path in project.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and differs(path)
+    )
+
+
+def run_in_copy(project: Path, script: str, **env: str) -> dict:
+    """``script`` run by Python with ``project`` first on the path (so the copy's package is
+    the one imported) and the tests' helpers importable; the JSON of its last output line."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(ROOT / "tests")],
+        capture_output=True, text=True, cwd=project, check=False,
+        env={**os.environ, "PYTHONPATH": str(project), **env},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

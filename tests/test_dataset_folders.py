@@ -9,18 +9,13 @@ is scored with nothing else changed.
 
 from __future__ import annotations
 
-import filecmp
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT, load_task, request_pairs
+from helpers import ROOT, changed_files, copy_project, load_task, request_pairs, run_in_copy
 
 from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.data import folders, records
@@ -217,10 +212,9 @@ print(json.dumps({"configs": str(task_configs_dir()), "metrics": [m.name for m i
 
 
 def test_a_throwaway_17th_dataset_is_one_folder(tmp_path):
-    project = tmp_path / "project"
-    for part in ("lm_eval_dcpmi", "task_configs"):
-        shutil.copytree(ROOT / part, project / part, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "lm_eval_dcpmi_autoload.py", project)
+    project = copy_project(
+        tmp_path / "project", ("lm_eval_dcpmi", "task_configs", "lm_eval_dcpmi_autoload.py")
+    )
     toy = project / "task_configs" / "toy"
     toy.mkdir()
     for name, text in TOY.items():
@@ -228,30 +222,11 @@ def test_a_throwaway_17th_dataset_is_one_folder(tmp_path):
     data = tmp_path / "data" / "toy"  # the data file lives outside the project
     data.mkdir(parents=True)
     (data / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in TOY_DATA))
-
-    def differs(path: Path) -> bool:
-        original = ROOT / path.relative_to(project)
-        return not original.is_file() or not filecmp.cmp(path, original, shallow=False)
-
-    changed = sorted(
-        str(path.relative_to(project))
-        for path in project.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts and differs(path)
-    )
     # the dataset needed one folder and nothing else
-    assert changed == [f"task_configs/toy/{name}" for name in sorted(TOY)]
+    assert changed_files(project) == [f"task_configs/toy/{name}" for name in sorted(TOY)]
 
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(project),
-        "DCPMI_DATA_DIR": str(tmp_path / "data"),
-        "HF_HUB_OFFLINE": "1",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", TOY_CHECK, str(ROOT / "tests")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = run_in_copy(
+        project, TOY_CHECK, DCPMI_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1"
+    )
     assert found["configs"] == str(project / "task_configs")
     assert found["metrics"][-3:] == ["acc_dcpmi", "truncated", "unranked"]

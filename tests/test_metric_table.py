@@ -4,13 +4,11 @@ lm-eval's registry, the tasks' metric_list, the group YAMLs and the report's lab
 from __future__ import annotations
 
 import ast
-import json
-import os
 from pathlib import Path
 
 import pytest
 import yaml
-from helpers import ROOT, make_task
+from helpers import ROOT, changed_files, copy_project, make_task, run_in_copy
 
 from lm_eval_dcpmi.harness.metrics import registered_metric
 from lm_eval_dcpmi.report import looks
@@ -210,33 +208,15 @@ print(json.dumps({
 
 
 def test_a_throwaway_rule_is_one_row(tmp_path):
-    import filecmp
-    import shutil
-    import subprocess
-    import sys
-
-    copy = tmp_path / "lm_eval_dcpmi"
-    shutil.copytree(ROOT / "lm_eval_dcpmi", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    table = copy / "rules" / "scoring.py"
+    copy = copy_project(tmp_path)
+    table = copy / "lm_eval_dcpmi" / "rules" / "scoring.py"
     text = table.read_text(encoding="utf-8")
     anchor = '    Metric(name="truncated"'
     assert text.count(anchor) == 1
     table.write_text(text.replace(anchor, HALVED_ROW + anchor), encoding="utf-8")
-    changed = [
-        str(path.relative_to(tmp_path))
-        for path in sorted(copy.rglob("*"))
-        if path.is_file()
-        and not filecmp.cmp(path, ROOT / path.relative_to(tmp_path), shallow=False)
-    ]
-    assert changed == ["lm_eval_dcpmi/rules/scoring.py"]  # the one file the rule needed
+    assert changed_files(copy) == ["lm_eval_dcpmi/rules/scoring.py"]  # the one file it needed
 
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-c", HALVED_CHECK, str(ROOT / "tests")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.strip().splitlines()[-1])
+    found = run_in_copy(copy, HALVED_CHECK)
     assert found["accuracies"] == [*scoring.ACCURACIES, "acc_halved"]
     assert found["task"] == [*scoring.ACCURACIES, "acc_halved", "truncated", "unranked"]
     assert found["metric_list"][-3:] == ["acc_halved", "truncated", "unranked"]
