@@ -258,3 +258,35 @@ def test_a_failing_worker_stops_the_others(hf_lm, monkeypatch):
     with pytest.raises(RuntimeError, match="the first pass broke"):
         lm.loglikelihood(instances(pairs), disable_tqdm=True)
     assert 1 <= len(calls) <= 3, calls  # without the stop: 1 + the other worker's ~10
+
+
+def test_onednn_kernels_are_opt_in_close_and_leave_hf_alone(hf_lm, task_manager):
+    """prefix_kernels=onednn: the linear layers on oneDNN's packed weights inside
+    hf-prefix's passes only. Its rounding is another summation order's (within 3e-4 of
+    hf here, same is_greedy); hf's own scoring of the same model object, before and after
+    the patch, is bit for bit unchanged; the default is torch's kernels."""
+    pairs = _task_pairs(task_manager, "dcpmi_copa", 2) + generic_pairs()
+    before = plain_lm(hf_lm).loglikelihood(instances(pairs), disable_tqdm=True)
+    assert _prefix_lm(hf_lm)._packed is False  # the default
+    lm = _prefix_lm(hf_lm, prefix_kernels="onednn")
+    assert lm._packed is True and lm._setup is not None and lm._setup.packed
+    got = lm.loglikelihood(instances(pairs), disable_tqdm=True)
+    after = plain_lm(hf_lm).loglikelihood(instances(pairs), disable_tqdm=True)
+    assert after == before
+    diffs = [abs(a[0] - b[0]) for a, b in zip(before, got, strict=True)]
+    assert 0 < max(diffs) <= 3e-4, diffs  # rounded differently, not computed differently
+    assert [g for _, g in got] == [g for _, g in before]
+
+
+@pytest.mark.fast
+def test_an_unknown_prefix_kernels_value_names_the_choices():
+    import torch
+
+    from lm_eval_dcpmi.hf_prefix.kernels import use_packed
+
+    with pytest.raises(ValueError, match=r"prefix_kernels='mkl'.*torch, onednn"):
+        use_packed(torch.nn.Linear(2, 2), torch.device("cpu"), "mkl", None)
+    assert use_packed(torch.nn.Linear(2, 2), torch.device("cpu"), None, None) is False
+    linear = torch.nn.Linear(2, 2)
+    assert use_packed(linear, torch.device("cpu"), "onednn", torch.bfloat16) is False  # autocast
+    assert not hasattr(linear, "_hf_prefix_packed_weight")

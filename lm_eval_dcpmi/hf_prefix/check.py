@@ -47,7 +47,7 @@ class SelfCheck:
     all_gather: Callable[[torch.Tensor], torch.Tensor]
     _softmax: torch.dtype | None
     _score: Callable[..., None]
-    _inference: Callable[[], Any]
+    _inference: Callable[..., Any]
 
     def _decide_setup(self) -> Setup | None:
         """The self-check's decision, the same in every process: packed rows if every
@@ -131,7 +131,7 @@ class SelfCheck:
         try:
             budget = Budget(tokens=6, vocab=1, kv_per_token=0)  # several passes per level
             self._score(pairs, budget, add, setup)
-            with self._inference():
+            with self._inference(packed=False):  # the reference: hf's own arithmetic
                 for (context, cont), got in zip(pairs, sums, strict=True):
                     full = torch.tensor([(context + cont)[:-1]], device=self.device)
                     logprobs = F.log_softmax(

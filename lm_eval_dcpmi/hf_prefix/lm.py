@@ -52,6 +52,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lm_eval_dcpmi.harness.hflm import HookedHFLM
+from lm_eval_dcpmi.hf_prefix import kernels
 from lm_eval_dcpmi.hf_prefix.cache import Kept, gather_cache, layer_tensors, output_cache
 from lm_eval_dcpmi.hf_prefix.check import SelfCheck, Setup
 from lm_eval_dcpmi.hf_prefix.schedule import (
@@ -85,6 +86,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         *args: Any,
         prefix_cache_mb: float | str | None = None,
         prefix_workers: int | str | None = None,
+        prefix_kernels: str | None = None,
         softmax_dtype: str | torch.dtype | None = None,
         mixed_precision_dtype: str | torch.dtype | None = None,
         **kwargs: Any,
@@ -111,6 +113,8 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         # Threads scoring at once: on the CPU one per core lent to torch, else one.
         cores = torch.get_num_threads() if self.device.type == "cpu" else 1
         self._workers = int(prefix_workers) if prefix_workers not in (None, "") else cores
+        # Before the self-check, which then checks the packed weights too.
+        self._packed = kernels.use_packed(self.model, self.device, prefix_kernels, self._autocast)
         # Every process gets here, in the same order: the one place for the collective
         # call that makes all processes take the self-check's decision together.
         self._setup: Setup | None = self._decide_setup() if self.backend == "causal" else None
@@ -323,13 +327,15 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         return mask.masked_fill(~allowed, torch.finfo(dtype).min)
 
     @contextlib.contextmanager
-    def _inference(self) -> Iterator[None]:
-        """No gradients, and the autocast HFLM's ``_model_call`` uses
-        (``mixed_precision_dtype``)."""
+    def _inference(self, packed: bool = True) -> Iterator[None]:
+        """No gradients, the autocast HFLM's ``_model_call`` uses (``mixed_precision_dtype``)
+        and, if ``packed``, the packed linear weights (``kernels``)."""
         dtype = self._autocast
+        packed = packed and getattr(self, "_packed", False)
         with (
             torch.no_grad(),
             torch.autocast(device_type=self.device.type, dtype=dtype, enabled=dtype is not None),
+            kernels.packed() if packed else contextlib.nullcontext(),
         ):
             yield
 
