@@ -24,6 +24,18 @@ Usage (from the project root; the data folder as for the tests)::
 writes ``suite_<label>.json`` and ``suite_<label>.md``. ``--share`` sets the sample's
 size (share of the task's ``hf`` tokens); ``--tasks`` a comma-separated subset;
 ``--no-time`` counts only.
+
+**The suite, timed** (``--full DIR``): the above, then ``hf-prefix`` on the task's whole
+split, timed (model load and request building apart), with the positions it forwards,
+the useful FLOPs (``profile_prefix.useful_flops``), and the matmul peak of the same
+process at the model's shapes (``torch.matmul``, the threads torch has). Efficiency is
+the time the useful FLOPs take at that peak over the measured wall. Each task is its own
+record, ``DIR/<task>.json`` (``DIR/<task>.part-K-of-N.json`` with ``--part K/N``: the
+K-th of N runs of consecutive documents), with the machine's load before and after:
+no full suite fits in one session on 2 cores, so a run skips the records that exist
+and the suite is timed over several sessions, each task on an idle machine.
+``--summary DIR`` joins the records into ``DIR/suite.json`` and ``DIR/suite.md``; the
+suite's total is given only when every task of the 16 is recorded whole.
 """
 
 from __future__ import annotations
@@ -142,6 +154,11 @@ def run_task(name: str, manager: Any, lm: Any, args: argparse.Namespace) -> dict
     task.build_all_requests(limit=None, rank=0, world_size=1)
     built = time.perf_counter()
     instances = sorted(task.instances, key=lambda i: (i.doc_id, i.idx))
+    if getattr(args, "part", None):  # the K-th of N runs of consecutive documents
+        k, n = args.part
+        ids = sorted({i.doc_id for i in instances})
+        kept = set(ids[len(ids) * (k - 1) // n : len(ids) * k // n])
+        instances = [i for i in instances if i.doc_id in kept]
     requests = encode(lm, instances)
     encoded = time.perf_counter()
     full = token_counts(requests, lm)
@@ -199,7 +216,60 @@ def run_task(name: str, manager: Any, lm: Any, args: argparse.Namespace) -> dict
         answers[backend] = predictions(task, sample, per_doc)
     row["predictions_equal"] = answers["hf"] == answers["hf_prefix"]
     row["timing"] = timed
+    if getattr(args, "full", None):
+        row["full_split"] = time_full_split(lm, requests)
+        row["full_split"]["hf_projected_s"] = timed["hf"]["projected_full_s"]
     return row
+
+
+def time_full_split(lm: Any, requests: Sequence[Encoded]) -> dict[str, Any]:
+    """``hf-prefix`` over every request of the split: wall, CPU time, forwarded positions,
+    useful FLOPs and their rate."""
+    from profile_prefix import useful_flops
+
+    flops = useful_flops(lm, requests)
+    load_before = os.getloadavg()
+    cpu = time.process_time()
+    with Forwarded(lm.model) as counter:
+        start = time.perf_counter()
+        lm._loglikelihood_tokens(list(requests), True)
+        wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
+    return {
+        "wall_s": round(wall, 1),
+        "process_cpu_s": round(cpu, 1),
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "forward_calls": counter.calls,
+        "forwarded_positions": counter.positions,
+        "tree_tokens_per_s": round(flops["tree_tokens"] / wall, 1),
+        "useful_gflop_per_s": round(flops["useful_gflop"] / wall, 1),
+        **flops,
+    }
+
+
+def peak_seconds(flops: dict[str, Any], peak: dict[str, float], config: Any) -> float:
+    """Seconds the useful FLOPs take with every matmul at its measured rate."""
+    hidden, inner, vocab = config.hidden_size, config.intermediate_size, config.vocab_size
+    kv = config.num_key_value_heads * (hidden // config.num_attention_heads)
+    rate = {}
+    for key, r in peak.items():  # "512x576 @ 576x1536" -> (576, 1536)
+        dims = key.replace(" @ ", "x").split("x")
+        rate[(int(dims[1]), int(dims[3]))] = r
+    layer = {  # (k, n): matrices of that shape per layer
+        (hidden, hidden): 2, (hidden, kv): 2, (hidden, inner): 2, (inner, hidden): 1,
+    }  # fmt: skip
+    per_token = sum(2 * k * n * count / (rate[(k, n)] * 1e9) for (k, n), count in layer.items())
+    per_token *= config.num_hidden_layers
+    per_head = 2 * hidden * vocab / (rate[(hidden, vocab)] * 1e9)
+    return flops["tree_tokens"] * per_token + flops["scored_positions"] * per_head
+
+
+def model_shapes(config: Any) -> list[tuple[int, int, int]]:
+    hidden, inner, vocab = config.hidden_size, config.intermediate_size, config.vocab_size
+    kv = config.num_key_value_heads * (hidden // config.num_attention_heads)
+    return [(512, hidden, inner), (512, inner, hidden), (512, hidden, hidden), (512, hidden, kv),
+            (256, hidden, vocab)]  # fmt: skip
 
 
 def machine() -> dict[str, Any]:
@@ -285,7 +355,9 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_model(batch_size: int, threads: int | None) -> tuple[Any, Any, dict[str, Any]]:
+def load_model(
+    batch_size: int, threads: int | None, extra: str = ""
+) -> tuple[Any, Any, dict[str, Any]]:
     """The embedded model as ``hf-prefix`` on the CPU (``threads`` torch threads), a
     TaskManager that knows the plugin's tasks, and the model arguments."""
     import torch
@@ -298,9 +370,111 @@ def load_model(batch_size: int, threads: int | None) -> tuple[Any, Any, dict[str
     from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
 
     model_args = embedded.model_args()
-    lm = PrefixHFLM(**model_args, device="cpu", batch_size=batch_size)
+    extra_args = dict(item.split("=", 1) for item in extra.split(",") if item)  # k=v,k=v
+    lm = PrefixHFLM(**model_args, **extra_args, device="cpu", batch_size=batch_size)
     manager = TaskManager(include_path=str(task_configs_dir()), metadata=model_args)
     return lm, manager, model_args
+
+
+def record_name(task: str, part: tuple[int, int] | None) -> str:
+    return f"{task}.part-{part[0]}-of-{part[1]}.json" if part else f"{task}.json"
+
+
+def run_full(names: Sequence[str], manager: Any, lm: Any, args: argparse.Namespace) -> None:
+    """Each task's record in ``args.full`` (those there are kept: the run resumes)."""
+    from profile_prefix import matmul_peak
+
+    args.full.mkdir(parents=True, exist_ok=True)
+    peak = matmul_peak(model_shapes(lm.model.config))
+    for name in names:
+        path = args.full / record_name(name, args.part)
+        if path.exists():
+            print(f"{path}: recorded, skipped", flush=True)
+            continue
+        row = {"machine": machine(), "model": args.model, "model_load_s": args.load_s,
+               "batch_size": args.batch_size, "workers": lm._workers,
+               "prefix_kernels": "onednn" if lm._packed else "torch",
+               "part": list(args.part) if args.part else None}  # fmt: skip
+        row.update(run_task(name, manager, lm, args))
+        full = row["full_split"]
+        full["matmul_gflops"] = peak
+        full["seconds_at_peak"] = round(peak_seconds(full, peak, lm.model.config), 1)
+        full["efficiency"] = round(full["seconds_at_peak"] / full["wall_s"], 3)
+        row["machine"]["load_average_at_end"] = os.getloadavg()
+        path.write_text(json.dumps(row, indent=1) + "\n")
+        print(f"{path}: {full['wall_s']} s, {full['tree_tokens_per_s']} tokens/s, "
+              f"efficiency {full['efficiency']:.0%}", flush=True)  # fmt: skip
+
+
+def summary(folder: Path) -> dict[str, Any]:
+    """The records of ``folder`` joined per task (parts summed when all are there)."""
+    from lm_eval_dcpmi import paper
+
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.json")):
+        if path.name != "suite.json":
+            record = json.loads(path.read_text())
+            by_task.setdefault(record["task"], []).append(record)
+    rows, missing = [], []
+    for name in paper.paper_order():
+        records = by_task.get(name, [])
+        parts = {tuple(r["part"]) if r["part"] else (1, 1) for r in records}
+        n = max((p[1] for p in parts), default=0)
+        if not records or parts != {(k, n) for k in range(1, n + 1)}:
+            missing.append(name)
+            continue
+        full = [r["full_split"] for r in records]
+        total = {key: sum(f[key] for f in full) for key in (
+            "wall_s", "seconds_at_peak", "hf_projected_s", "tree_tokens", "forwarded_positions",
+            "useful_gflop", "scored_positions")}  # fmt: skip
+        rows.append({
+            "task": name, "documents": sum(r["documents"] for r in records), "parts": n,
+            "dates": sorted({r["machine"]["date"] for r in records}),
+            "load_before": [f["load_average_before"][0] for f in full],
+            "load_after": [f["load_average_after"][0] for f in full],
+            **{k: round(v, 1) for k, v in total.items()},
+            "tokens_per_s": round(total["tree_tokens"] / total["wall_s"], 1),
+            "efficiency": round(total["seconds_at_peak"] / total["wall_s"], 3),
+            "hf_ratio": round(total["hf_projected_s"] / total["wall_s"], 2),
+        })  # fmt: skip
+    out: dict[str, Any] = {"tasks": rows, "missing": missing}
+    if rows and not missing:
+        wall = sum(r["wall_s"] for r in rows)
+        out["suite"] = {
+            "wall_s": round(wall, 1),
+            "wall_h": round(wall / 3600, 2),
+            "efficiency": round(sum(r["seconds_at_peak"] for r in rows) / wall, 3),
+            "hf_projected_h": round(sum(r["hf_projected_s"] for r in rows) / 3600, 2),
+        }
+    return out
+
+
+def summary_markdown(joined: dict[str, Any]) -> str:
+    lines = [
+        "# The suite with hf-prefix, each task's full split timed",
+        "",
+        "| task | docs | runs | wall s | tree tokens | tokens/s | useful GFLOP/s | "
+        "efficiency | hf (projected) / hf-prefix | load before |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in joined["tasks"]:
+        lines.append(
+            f"| {r['task']} | {r['documents']:,} | {r['parts']} | {r['wall_s']:,.0f} | "
+            f"{r['tree_tokens']:,.0f} | {r['tokens_per_s']:.0f} | "
+            f"{r['useful_gflop'] / r['wall_s']:.0f} | {r['efficiency']:.0%} | "
+            f"{r['hf_ratio']:.2f} | {', '.join(f'{x:.2f}' for x in r['load_before'])} |"
+        )
+    if "suite" in joined:
+        suite = joined["suite"]
+        lines += [
+            "",
+            f"Suite: **{suite['wall_h']} h** measured, efficiency "
+            f"{suite['efficiency']:.0%}; hf projected {suite['hf_projected_h']} h.",
+        ]
+    else:
+        lines += ["", f"Not yet a suite time: {len(joined['missing'])} tasks not recorded "
+                  f"whole ({', '.join(joined['missing'])})."]  # fmt: skip
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -314,11 +488,32 @@ def main() -> None:
     parser.add_argument("--no-time", action="store_true", help="count tokens only")
     parser.add_argument("--label", default=None, help="output name suffix (default: date)")
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
+    parser.add_argument("--full", type=Path, default=None, help="time full splits: records")
+    parser.add_argument("--part", default=None, help="K/N: the K-th of N runs of documents")
+    parser.add_argument("--summary", type=Path, default=None, help="join the records of DIR")
+    parser.add_argument("--model-args", default="", help="extra hf-prefix model arguments")
     args = parser.parse_args()
+    if args.summary:
+        joined = summary(args.summary)
+        (args.summary / "suite.json").write_text(json.dumps(joined, indent=1) + "\n")
+        (args.summary / "suite.md").write_text(summary_markdown(joined))
+        print(summary_markdown(joined))
+        return
+    if args.part:
+        k, n = (int(x) for x in args.part.split("/"))
+        if not 1 <= k <= n:
+            parser.error(f"--part {args.part}: K/N with 1 <= K <= N, e.g. 1/4")
+        args.part = (k, n)
 
     from lm_eval_dcpmi import paper
 
-    lm, manager, model_args = load_model(args.batch_size, args.threads)
+    started = time.perf_counter()
+    lm, manager, model_args = load_model(args.batch_size, args.threads, args.model_args)
+    args.load_s = round(time.perf_counter() - started, 1)
+    args.model = model_args["gguf_file"]
+    if args.full:
+        names = args.tasks.split(",") if args.tasks else paper.paper_order()
+        return run_full(names, manager, lm, args)
     report: dict[str, Any] = {
         "machine": machine(),
         "model": model_args["gguf_file"],
