@@ -172,7 +172,10 @@ def write_quiz_task(
 
 
 def quiz_manager(folder: Path) -> TaskManager:
-    return TaskManager(include_path=str(folder), metadata=embedded_model_args())
+    # The quiz task only: indexing lm-eval's own tasks too takes ~10 s per manager.
+    return TaskManager(
+        include_path=str(folder), include_defaults=False, metadata=embedded_model_args()
+    )
 
 
 @pytest.mark.parametrize(
@@ -273,7 +276,9 @@ def test_per_document_faults_stop_the_task_load_naming_yaml_document_and_field(t
 
 def test_a_tokenizer_that_cannot_be_loaded_stops_the_build(task_manager, tmp_path):
     manager = TaskManager(
-        include_path=str(task_configs_dir()), metadata={"pretrained": str(tmp_path / "nothing")}
+        include_path=str(task_configs_dir()),
+        include_defaults=False,
+        metadata={"pretrained": str(tmp_path / "nothing")},
     )
     with pytest.raises(DCPMIConfigError, match=r"tokenizer.*could not be loaded.*nothing"):
         load_task(manager, "dcpmi_copa").build_all_requests(limit=1)

@@ -28,6 +28,7 @@ from lm_eval_dcpmi.hf_prefix.tree import (
     build_tree,
     collapse,
     common_prefix,
+    divide_tops,
     split_tops,
     tree_tokens,
     walk,
@@ -298,3 +299,22 @@ def test_split_tops_balances_tokens_and_keeps_every_top_once():
     assert sorted(tree_tokens(g) for g in groups) == [15, 15]  # 10+4+1 and 7+5+3
     assert sorted(id(n) for g in groups for n in g) == sorted(id(n) for n in tops)
     assert split_tops(tops[:1], 4) == [tops[:1]]  # no empty groups
+
+
+def test_divide_tops_cuts_a_short_top_over_a_large_subtree_for_two_workers():
+    # Every input begins with token 1 (a prompt's shared opening): one top, one subtree.
+    pairs = [((1, 2 + k) + (50 + k,) * n, (9,)) for k, n in enumerate((40, 30, 20, 10))]
+    pairs.append(((1,), (7,)))  # a target on the top itself
+    tops = build_tree(pairs)
+    assert len(tops) == 1 and len(split_tops(tops, 2)) == 1  # one worker would do it all
+    targets = sorted(t for n in walk(tops) for t in n.targets)
+    divided = divide_tops(tops, 60)
+    assert [len(n.tokens) for n in divided] == [1, 1]  # the top, forwarded twice
+    assert [tree_tokens([n]) for n in divided] == [53, 53]  # 1 + (41 + 11), 1 + (31 + 21)
+    assert sorted(t for n in walk(divided) for t in n.targets) == targets  # each once
+    assert divided[0].targets == [(0, 4, 7)] and divided[1].targets == []
+    assert all(child.parent is top for top in divided for child in top.children)
+    assert [tree_tokens(g) for g in split_tops(divided, 2)] == [53, 53]
+    # a top long beside its subtree is left whole: copying it would cost more than it saves
+    long_top = build_tree([((1,) * 30 + (2,), (9,)), ((1,) * 30 + (3,), (9,))])
+    assert divide_tops(long_top, 10) == long_top

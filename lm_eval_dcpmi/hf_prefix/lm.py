@@ -69,7 +69,7 @@ from lm_eval_dcpmi.hf_prefix.schedule import (
     plan,
     unique_pairs,
 )
-from lm_eval_dcpmi.hf_prefix.tree import Node, build_tree, split_tops
+from lm_eval_dcpmi.hf_prefix.tree import Node, build_tree, divide_tops, split_tops, tree_tokens
 from lm_eval_dcpmi.tasks.tokens import share_tokenizer, shared_tokenizer
 
 log = logging.getLogger(__name__)
@@ -205,6 +205,8 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         (small matrices do not split well across cores). The numbers are the same.
         """
         tops = build_tree(pairs)
+        if self._workers > 1:  # a subtree of over half a worker's share is cut (divide_tops)
+            tops = divide_tops(tops, tree_tokens(tops) // (2 * self._workers) + 1)
         groups = split_tops(tops, self._workers) if self._workers > 1 else [tops]
         if len(groups) == 1:
             return self._run_plan(tops, budget, score, setup)

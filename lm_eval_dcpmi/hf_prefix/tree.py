@@ -142,6 +142,38 @@ def collapse(node: Node) -> list[Node]:
     return merged
 
 
+def divide_tops(tops: Sequence[Node], largest: int) -> list[Node]:
+    """The tops, each top whose subtree has more than ``largest`` tokens cut into copies
+    that share its children out (its own targets stay with the first copy).
+
+    Prompts that all begin alike (CB's, TREC's) make one top over the whole tree, and
+    ``split_tops`` cannot give two workers one subtree: one core idles. Each copy forwards
+    the top's tokens again, so a top is cut only when short beside its subtree (at most
+    1/32 of it per copy); the nodes below are shared out, not copied.
+    """
+    out: list[Node] = []
+    for top in tops:
+        size = tree_tokens([top])
+        copies = min(len(top.children), -(-size // max(1, largest)))
+        if copies < 2 or len(top.tokens) * 32 * copies > size:
+            out.append(top)
+            continue
+        shares: list[list[Node]] = [[] for _ in range(copies)]
+        loads = [0] * copies
+        children = sorted(((tree_tokens([c]), c) for c in top.children), key=lambda sc: -sc[0])
+        for child_size, child in children:
+            lightest = loads.index(min(loads))
+            shares[lightest].append(child)
+            loads[lightest] += child_size
+        for number, share in enumerate(shares):
+            targets = top.targets if number == 0 else []
+            copy = Node(top.tokens, top.start, top.parent, share, targets)
+            for child in share:
+                child.parent = copy
+            out.append(copy)
+    return out
+
+
 def split_tops(tops: Sequence[Node], parts: int) -> list[list[Node]]:
     """The tops in ``parts`` groups of about equal tokens (largest subtree first, each to
     the lightest group): subtrees that share nothing, for as many workers."""
