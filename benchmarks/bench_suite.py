@@ -282,8 +282,16 @@ def machine() -> dict[str, Any]:
     if Path("/proc/cpuinfo").exists():
         found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
         cpu = found.group(1).strip() if found else cpu
+    import subprocess
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
     return {
         "date": datetime.datetime.now().isoformat(timespec="minutes"),
+        "commit": commit + ("+changes" if dirty else ""),
         "cpu": cpu,
         "cpus": len(os.sched_getaffinity(0)),
         "torch_threads": torch.get_num_threads(),
