@@ -291,15 +291,3 @@ def test_sigterm_removes_the_temporary_folder(tmp_path, delay):
     assert process.returncode == 143, err[-3000:]
     assert err.endswith("dcpmi: stopped by SIGTERM; temporary files removed.\n")
     assert list(scratch.glob("dcpmi_*")) == []
-
-
-@pytest.mark.usefixtures("data_dir")
-@pytest.mark.slow
-def test_table_without_output_path_leaves_nothing_behind(tmp_path):
-    completed = run_dcpmi(["--tasks", "dcpmi_copa", "--limit", "2"], TMPDIR=str(tmp_path))
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "DC-PMI accuracies (%)" in completed.stdout
-    assert any(
-        line.startswith("| dcpmi_copa | 2 / 500 |") for line in completed.stdout.splitlines()
-    )
-    assert list(tmp_path.glob("dcpmi_*")) == []  # (torch keeps its torchinductor_* there)

@@ -49,8 +49,11 @@ PURE_PYTHON_SDISTS = {"rouge-score", "sqlitedict", "word2number"}
 NEVER_INSTALLED = {"llm", "llama-cpp-python"}
 
 
-def run(command: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+def run(
+    command: list[str], cwd: Path, timeout: int = 600, **extra_env: str
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(extra_env)
     completed = subprocess.run(
         command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
     )
@@ -252,9 +255,12 @@ def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
 @pytest.mark.usefixtures("data_dir")
 @pytest.mark.slow
 def test_dcpmi_run_uses_the_embedded_model_and_prints_the_dcpmi_table(wheel_env, tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     completed = run(
         [str(wheel_env / "bin" / "dcpmi"), "run", "--tasks", "dcpmi_copa", "--limit", "2"],
         cwd=tmp_path,
+        TMPDIR=str(scratch),
     )
     # lm-eval's header line names the model arguments dcpmi run chose
     assert f"'pretrained': '{embedded.model_dir()}'" in completed.stdout
@@ -263,6 +269,9 @@ def test_dcpmi_run_uses_the_embedded_model_and_prints_the_dcpmi_table(wheel_env,
     header = next(line for line in lines if line.startswith("| Task |"))
     assert cells(header) == ["Task", "n", *LABELS.values()]
     assert any(cells(line)[:2] == ["dcpmi_copa", "2 / 500"] for line in lines)
+    # with no --output_path, the run's own temporary files are gone (torch may leave its
+    # torchinductor_* there)
+    assert list(scratch.glob("dcpmi_*")) == []
 
 
 def cells(row: str) -> list[str]:
