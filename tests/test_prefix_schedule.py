@@ -145,7 +145,7 @@ def test_budget_defaults_and_sizes():
 
 def test_plan_of_an_article_with_questions_and_options():
     """RACE's shape: one article, two questions, two options each, plus a domain premise."""
-    article, q1, q2, domain = (1,) * 40, (2, 3), (4, 5), (9,)
+    article, q1, q2, domain = (1,) * 200, (2, 3), (4, 5), (9,)
     pairs = [
         (article + q1, (6, 7)),
         (article + q1, (8, 7)),
@@ -154,28 +154,51 @@ def test_plan_of_an_article_with_questions_and_options():
         (domain, (6, 7)),
         (domain, (8,)),
     ]
-    steps = list(plan(build_tree(pairs), Budget(tokens=100, vocab=1, kv_per_token=0)))
+    tops = build_tree(pairs)
+    top, domain_node = tops
+    first, second = top.children
+    (domain_option,) = domain_node.children
+    steps = list(plan(tops, Budget(tokens=1000, vocab=1, kv_per_token=0)))
     described = [
-        s if isinstance(s, Release) else (s.parent, s.keep, [(r.parent, r.nodes) for r in s.rows])
+        s
+        if isinstance(s, Release)
+        else (s.parent, s.keep, [(r.parent, r.nodes, r.links) for r in s.rows])
         for s in steps
     ]
-    (top,), (domain_node,) = steps[0].rows[0].nodes, steps[5].rows[0].nodes
-    first, second = top.children
     assert described == [
-        (None, True, [(None, (top,))]),  # the article, kept (the domain premise is 39
-        (0, True, [(0, (first,)), (0, (second,))]),  # tokens too short to share its pass)
-        # Option leaves after each question, packed per question. One-token options
-        # (' 8' after q2) are scored by the question's own last logits.
-        (1, False, [(0, tuple(first.children)), (1, tuple(second.children))]),
+        # The domain premise and its option: 2 tokens, laid out flat in one row (the
+        # option sees the premise in the row: link 0), no pass or cache of its own.
+        (None, False, [(None, (domain_node, domain_option), (-1, 0))]),
+        # The article (its subtree is over FLAT_ROW tokens): kept.
+        (None, True, [(None, (top,), ())]),
+        # Each question with its options after it, both questions side by side in one
+        # row after the article. One-token options (' 8' after q2) are scored by the
+        # question's own last logits.
+        (1, False, [(0, (first, *first.children, second, *second.children), (-1, 0, 0, -1, 3))]),
         Release(1),
-        Release(0),
-        (None, True, [(None, (domain_node,))]),
-        (3, False, [(0, tuple(domain_node.children))]),
-        Release(3),
     ]
-    assert [len(n.children) for n in (first, second, domain_node)] == [2, 1, 1]
+    assert [len(n.children) for n in (first, second)] == [2, 1]
     forwarded = sum(row.length for s in steps if isinstance(s, Pass) for row in s.rows)
-    assert forwarded == 40 + 2 + 2 + 1 + 1 + 1 + 1 + 1  # every token once; hf: 4 x 43 + 2 + 1
+    assert forwarded == 200 + 2 + 1 + 1 + 2 + 1 + 1 + 1  # every token once
+
+
+def test_flat_rows_only_with_packed_rows_and_within_the_budget():
+    pairs = [((1, 2, 3), (4, 5)), ((1, 2, 3), (6,)), ((1, 2, 7), (8,))]
+    tops = build_tree(pairs)
+    roomy = Budget(tokens=100, vocab=1, kv_per_token=0)
+    (only,) = [s for s in plan(tops, roomy) if isinstance(s, Pass)]
+    assert only.rows[0].links == (-1, 0, 1, 0)  # (1 2) -> (3) -> (4), (7) after (1 2)
+    assert only.rows[0].length == 5
+    unpacked = [s for s in plan(tops, roomy, 0) if isinstance(s, Pass)]
+    assert len(unpacked) == 4 and all(not r.links for s in unpacked for r in s.rows)
+    # 4 positions per call: the top's subtree (5 tokens) gets a kept pass, the rest flat.
+    tight = [
+        s for s in plan(tops, Budget(tokens=4, vocab=1, kv_per_token=0)) if isinstance(s, Pass)
+    ]
+    assert [(s.keep, [r.links for r in s.rows]) for s in tight] == [
+        (True, [()]),
+        (False, [(-1, 0, -1)]),
+    ]
 
 
 def test_plan_batches_respect_tokens_padding_and_order():
@@ -193,8 +216,8 @@ def test_plan_batches_respect_tokens_padding_and_order():
 def test_plan_collapses_nodes_whose_cache_exceeds_the_budget():
     article = tuple(range(1, 21))
     pairs = [(article + (30 + q,), (40 + o, 50)) for q in range(2) for o in range(2)]
-    roomy = list(plan(build_tree(pairs), Budget(tokens=1000, vocab=1, kv_per_token=1)))
-    tight = list(plan(build_tree(pairs), Budget(tokens=1000, vocab=1, kv_per_token=1, cache=15)))
+    roomy = list(plan(build_tree(pairs), Budget(tokens=1000, vocab=1, kv_per_token=1), 0))
+    tight = list(plan(build_tree(pairs), Budget(tokens=1000, vocab=1, kv_per_token=1, cache=15), 0))
     assert sum(isinstance(s, Release) for s in roomy) == 2  # article, then its questions
     assert not any(isinstance(s, Release) for s in tight)  # nothing kept: 20 > 15
     tokens = [
@@ -221,9 +244,14 @@ def simulate(pairs, budget, pack_row):
         for row in step.rows:
             before = () if step.parent is None else kept[step.parent][row.parent]
             assert step.keep is False or len(row.nodes) == 1
-            for node in row.nodes:
-                assert node.start == len(before)
-                path = before + node.tokens
+            assert pack_row or not row.links
+            paths: list[tuple[int, ...]] = []
+            for node, link in zip(row.nodes, row.in_row_parents(), strict=True):
+                assert link < len(paths)  # an ancestor in the row comes first
+                base = before if link < 0 else paths[link]
+                assert node.start == len(base) and (link < 0 or node.parent is row.nodes[link])
+                path = base + node.tokens
+                paths.append(path)
                 for offset, pair, token in node.targets:
                     context, cont = pairs[pair]
                     full = context + cont

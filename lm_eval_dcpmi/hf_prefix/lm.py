@@ -267,8 +267,9 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         Rows are right-aligned (padded on the left), so that the rows' last tokens, where
         contexts end and options start, share one column: the LM head runs on the union of
         the scored columns only. Every call takes a 4D mask: a token sees its parent's
-        real slots and its own node's earlier tokens; padding slots see each other (no
-        query without a key) and are never seen.
+        real slots, its own node's earlier tokens and the tokens of its ancestors in the
+        row (a subtree laid out flat); padding slots see each other (no query without a
+        key) and are never seen.
         """
         n_rows, width = len(step.rows), step.width
         inputs = torch.zeros((n_rows, width), dtype=torch.long)
@@ -287,7 +288,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
                 column += n
         own = segment >= 0
         causal = torch.ones(width, width, dtype=torch.bool).tril()
-        allowed = (segment[:, :, None] == segment[:, None, :]) & causal  # [rows, q, k]
+        allowed = _sees(step.rows, segment) & causal  # [rows, q, k]
         kwargs: dict[str, Any] = {"use_cache": step.keep, "position_ids": positions}
         if parent is not None:
             rows = [row.parent for row in step.rows]
@@ -340,6 +341,23 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
             kernels.packed() if packed else contextlib.nullcontext(),
         ):
             yield
+
+
+def _sees(rows: Sequence[Any], segment: torch.Tensor) -> torch.Tensor:
+    """[rows, q, k]: key k's node is query q's node or an ancestor of it in the row
+    (``segment``: each slot's node index in its row, -1 for padding, which sees padding)."""
+    nodes = max(len(row.nodes) for row in rows)
+    sees = torch.zeros((len(rows), nodes + 1, nodes + 1), dtype=torch.bool)
+    sees[:, 0, 0] = True  # index 0: padding
+    for r, row in enumerate(rows):
+        links = row.in_row_parents()
+        for j in range(len(links)):
+            ancestor = j
+            while ancestor >= 0:
+                sees[r, j + 1, ancestor + 1] = True
+                ancestor = links[ancestor]
+    slot = segment + 1
+    return sees[torch.arange(len(rows))[:, None, None], slot[:, :, None], slot[:, None, :]]
 
 
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:

@@ -27,7 +27,10 @@ bounds, in ``Budget``, size the passes:
 
 Within those bounds a pass takes more rows than ``batch_size`` when they are short
 (every forward call has a fixed cost), and accepts some padding rather than one more
-call (``PAD_SLACK``, ``PAD_FREE``).
+call (``PAD_SLACK``, ``PAD_FREE``). A small subtree (a question and its options) gets no
+pass of its own: it is laid out flat in one row, each node seeing its ancestors in the
+row under the 4D mask (``FLAT_ROW``), beside its siblings. Each token is still forwarded
+once; a pass per level per subtree is not.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lm_eval_dcpmi.hf_prefix.tree import Node, Tokens, collapse
+from lm_eval_dcpmi.hf_prefix.tree import Node, Tokens, collapse, walk
 
 # (request strings or None, context tokens, continuation tokens), as HFLM receives them.
 Request = tuple[Any, Sequence[int], Sequence[int]]
@@ -50,6 +53,11 @@ PAD_FREE = 32
 # Tokens of one row of packed sibling leaves. Every token attends over the whole row
 # (most of it masked), so rows stay short.
 PACK_ROW = 128
+# Tokens of a subtree laid out flat in one row (a HellaSwag context and its four endings,
+# a RACE question and its options). Wider rows cost attention over masked slots: on
+# samples, RACE-M took 36-38 s at 128-256 and 40 s at 512; HellaSwag 52 s at 128, 47-49 s
+# at 192-256.
+FLAT_ROW = 192
 
 
 def over_length(requests: Sequence[Request], max_length: int) -> list[int]:
@@ -122,15 +130,21 @@ class Budget:
 
 @dataclass(frozen=True)
 class Row:
-    """One batch row: ``nodes`` side by side (one node, or sibling leaves packed), after
-    row ``parent`` of the parent pass's cache (None at the tree's top)."""
+    """One batch row: ``nodes`` side by side (one node, sibling leaves packed, or small
+    subtrees laid out flat), after row ``parent`` of the parent pass's cache (None at the
+    tree's top). ``links``: for each node, the index in ``nodes`` of its parent within the
+    row (always earlier), -1 for a node that extends the parent cache; empty: all -1."""
 
     parent: int | None
     nodes: tuple[Node, ...]
+    links: tuple[int, ...] = ()
 
     @property
     def length(self) -> int:
         return sum(len(node.tokens) for node in self.nodes)
+
+    def in_row_parents(self) -> tuple[int, ...]:
+        return self.links or (-1,) * len(self.nodes)
 
     def scored_columns(self) -> set[int]:
         """Columns of the row whose logits some target needs."""
@@ -168,13 +182,17 @@ class Release:
 Step = Pass | Release
 
 
-def pack(leaves: Sequence[Node], capacity: int) -> list[list[Node]]:
+def pack(
+    leaves: Sequence[Node], capacity: int, size: Callable[[Node], int] | None = None
+) -> list[list[Node]]:
     """Sibling leaves in rows of at most ``capacity`` tokens: first fit, longest first; a
-    longer leaf gets a row of its own; ``0``: one leaf per row."""
+    longer leaf gets a row of its own; ``0``: one leaf per row. ``size``: a leaf's tokens
+    (default its own; a subtree laid out flat counts all of its nodes)."""
+    size = size or (lambda node: len(node.tokens))
     rows: list[list[Node]] = []
     room: list[int] = []
-    for leaf in sorted(leaves, key=lambda node: (-len(node.tokens), node.tokens)):
-        n = len(leaf.tokens)
+    for leaf in sorted(leaves, key=lambda node: (-size(node), node.tokens)):
+        n = size(leaf)
         for i, free in enumerate(room):
             if n <= free:
                 rows[i].append(leaf)
@@ -197,8 +215,12 @@ class _Planner:
     ) -> Iterator[Step]:
         """Passes for ``items`` (parent row, node) after kept pass ``parent``, and below."""
         budget, inner, leaves = self.budget, [], {}
+        sizes: dict[int, int] = {}  # id(node) -> tokens of a subtree laid out flat
         for row, node in items:
             if not node.children:
+                leaves.setdefault(row, []).append(node)
+            elif (size := self.flat_size(node, past)) is not None:
+                sizes[id(node)] = size  # no pass and no cache of its own
                 leaves.setdefault(row, []).append(node)
             elif held + budget.kept(1, past, len(node.tokens)) > budget.cache:
                 # Its cache alone does not fit: forward its tokens with each child instead.
@@ -207,7 +229,9 @@ class _Planner:
                 inner.append(Row(row, (node,)))
         capacity = self.pack_row if parent is not None else 0  # top rows share no cache
         leaf_rows = [
-            Row(row, tuple(part)) for row, nodes in leaves.items() for part in pack(nodes, capacity)
+            flat_row(row, part)
+            for row, nodes in leaves.items()
+            for part in pack(nodes, capacity, lambda n: sizes.get(id(n), len(n.tokens)))
         ]
         for rows in self.batches(leaf_rows, past, held, keep=False):
             yield Pass(next(self.ids), parent, past, rows, keep=False)
@@ -218,6 +242,25 @@ class _Planner:
             kept = budget.kept(len(rows), past, step.width)
             yield from self.level(step.id, past + step.width, children, held + kept)
             yield Release(step.id)
+
+    def flat_size(self, node: Node, past: int) -> int | None:
+        """Tokens of ``node``'s subtree if it is laid out flat in one row (its nodes side
+        by side, each seeing its ancestors under a 4D mask), else None.
+
+        A pass of its own costs more than its tokens on small subtrees (a call's fixed
+        costs, a cache copy per child, narrow matrices), and flat, the subtree's nodes
+        join the rows of their parent's level. Only with packed rows, and a subtree of at
+        most ``FLAT_ROW`` tokens that fits one call's positions and memory alone.
+        """
+        limit = min(FLAT_ROW, self.budget.tokens) if self.pack_row else 0
+        size = 0
+        for part in walk([node]):
+            size += len(part.tokens)
+            if size > limit:
+                return None
+        if self.budget.call_memory(1, past, size, size) > self.budget.memory:
+            return None
+        return size
 
     def batches(self, rows: list[Row], past: int, held: int, keep: bool) -> Iterator[list[Row]]:
         """Consecutive runs of ``rows`` (longest first) that fit one pass each."""
@@ -244,6 +287,22 @@ class _Planner:
             columns |= own
         if batch:
             yield batch
+
+
+def flat_row(parent: int | None, units: Sequence[Node]) -> Row:
+    """A row of ``units`` side by side, each with its subtree depth first after it."""
+    nodes: list[Node] = []
+    links: list[int] = []
+    for unit in units:
+        stack = [(unit, -1)]
+        while stack:
+            node, link = stack.pop()
+            links.append(link)
+            nodes.append(node)
+            here = len(nodes) - 1
+            stack.extend((child, here) for child in reversed(node.children))
+    flat = any(link >= 0 for link in links)
+    return Row(parent, tuple(nodes), tuple(links) if flat else ())
 
 
 def plan(tops: Sequence[Node], budget: Budget, pack_row: int = PACK_ROW) -> Iterator[Step]:
