@@ -2,7 +2,8 @@
 
 At start-up ``PrefixHFLM`` probes the model once (its forward's keywords, its cache's
 kind and size) and scores made-up requests both through its prefix passes and uncached:
-packed leaves if that agrees, else one leaf per row, else plain ``hf`` scoring. With
+packed rows (sibling leaves side by side, small subtrees laid out flat) if that agrees,
+else one node per row, else plain ``hf`` scoring. With
 several processes all take the same decision (one collective call).
 """
 
@@ -32,7 +33,7 @@ class Setup:
 
     cache_arg: str  # forward()'s keyword for a cache: "past_key_values" or "cache"
     keep_arg: str | None  # "logits_to_keep" when forward() takes it
-    packed: bool  # sibling leaves share rows (4D mask), else one per row
+    packed: bool  # sibling leaves and small subtrees share rows (4D mask), else one per row
     vocab: int  # logits per position, for memory budgets
     kv_per_token: int  # cache elements per token position (all layers, keys and values)
 
@@ -112,7 +113,8 @@ class SelfCheck:
         """None when made-up requests score the same with ``setup`` as uncached."""
         t = _check_tokens(self)
         # Shared prefixes three levels deep, a node split midway, one-token continuations,
-        # sibling leaves (packed when setup.packed), rows of several lengths (padding).
+        # sibling leaves and a two-level subtree in one row (when setup.packed; the 6-token
+        # budget below lets subtrees of up to 6 tokens lie flat), rows of several lengths.
         pairs = [
             ((t[0], t[1], t[2], t[3]), (t[4], t[5], t[6], t[7])),
             ((t[0], t[1], t[2], t[3]), (t[5],)),
