@@ -19,7 +19,11 @@ venv=${DCPMI_VENV:-.venv}
 scripts/setup.sh
 "$venv/bin/ruff" check .
 "$venv/bin/ruff" format --check .
-"$venv/bin/python" -m pytest -q "$@"
+# Two workers (pytest-xdist), tests handed out one by one (the workers share the lm_eval
+# CLI runs of the end-to-end and study tests, helpers.lm_eval_once): most of a test's
+# time is one core's (lm_eval's start-up, loading the model and the data).
+parallel=(-n "${DCPMI_TEST_WORKERS:-2}" --dist load)
+"$venv/bin/python" -m pytest -q "${parallel[@]}" "$@"
 
 # The other releases: every test that needs no model, and the few marked `api` that run it
 # through lm-eval's Python API (where releases differ; OTHER_RELEASES in tests/helpers.py);
@@ -31,6 +35,6 @@ for release in "$OLDEST_LM_EVAL" "$NEXT_LM_EVAL"; do
     DCPMI_VENV=$release_venv LM_EVAL_VERSION=$release scripts/setup.sh
     "$release_venv/bin/python" -c "import importlib.metadata as m; v = m.version('lm-eval')
 assert v == '$release', f'lm-eval {v} in $release_venv, not $release'"
-    "$release_venv/bin/python" -m pytest -q --ignore tests/test_install.py \
+    "$release_venv/bin/python" -m pytest -q "${parallel[@]}" --ignore tests/test_install.py \
         -m "fast or api" "$@"
 done

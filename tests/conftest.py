@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from helpers import (
-    E2E_LIMIT,
     E2E_TASKS,
     MISSING_DATA,
     SHARED_DATA,
     embedded_model_args,
-    embedded_model_args_string,
+    lm_eval_once,
 )
 
 
@@ -42,6 +40,14 @@ def pytest_configure(config: pytest.Config) -> None:
     environment.setenv("DCPMI_DATA_DIR", str(SHARED_DATA))  # read by the task YAMLs' loaders
     if "TOKENIZERS_PARALLELISM" not in os.environ:
         environment.setenv("TOKENIZERS_PARALLELISM", "false")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
+        # Under pytest-xdist (scripts/test.sh: -n 2) the workers share the cores: one torch
+        # thread each, in this process and in the lm_eval runs it starts, not two per core.
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        environment.setenv("OMP_NUM_THREADS", str(threads))
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(threads)
 
 
 # The fixtures that load the embedded model or read the evaluation data (each fixture that
@@ -121,18 +127,4 @@ class LmEvalRun:
 
 @pytest.fixture(scope="session")
 def lm_eval_run(tmp_path_factory, data_dir) -> LmEvalRun:
-    output_dir = tmp_path_factory.mktemp("lm_eval_run")
-    command = [
-        str(Path(sys.executable).with_name("lm_eval")),
-        "--model", "hf",
-        "--model_args", embedded_model_args_string(),
-        "--device", "cpu",
-        "--batch_size", "8",
-        "--tasks", E2E_TASKS,
-        "--limit", str(E2E_LIMIT),
-        "--log_samples",
-        "--output_path", str(output_dir),
-    ]  # fmt: skip
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=1200)
-    assert completed.returncode == 0, completed.stderr[-4000:]
-    return LmEvalRun(output_dir, completed.stdout)
+    return LmEvalRun(*lm_eval_once(tmp_path_factory, "lm_eval_run", E2E_TASKS))

@@ -7,6 +7,7 @@ results are in report_helpers.py. Importing this module loads no model and reads
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import json
 import os
@@ -193,6 +194,40 @@ def generic_pairs() -> list[tuple[str, str]]:
         ("Paris is the capital of", " France"),
         ("Paris is the capital of", " Germany"),
     ]
+
+
+def lm_eval_once(
+    tmp_path_factory, name: str, tasks: str, limit: int = E2E_LIMIT
+) -> tuple[Path, str]:
+    """The real ``lm_eval`` CLI on the embedded model (``tasks``, ``limit`` documents each,
+    samples logged) run once per test session: under pytest-xdist the first worker to ask
+    runs it, the others wait on a lock in the temporary folder the workers share and read
+    its output. Returns the output folder and the command's stdout."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    output_dir, outcome = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not outcome.exists():
+            command = [
+                str(Path(sys.executable).with_name("lm_eval")),
+                "--model", "hf",
+                "--model_args", embedded_model_args_string(),
+                "--device", "cpu",
+                "--batch_size", "8",
+                "--tasks", tasks,
+                "--limit", str(limit),
+                "--log_samples",
+                "--output_path", str(output_dir),
+            ]  # fmt: skip
+            completed = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+            run = {"returncode": completed.returncode, "stdout": completed.stdout,
+                   "stderr": completed.stderr}  # fmt: skip
+            outcome.write_text(json.dumps(run))
+    run = json.loads(outcome.read_text())
+    assert run["returncode"] == 0, run["stderr"][-4000:]
+    return output_dir, run["stdout"]
 
 
 class ForwardTokens:

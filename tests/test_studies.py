@@ -14,8 +14,6 @@ import importlib.util
 import json
 import math
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -25,8 +23,8 @@ from helpers import (
     GGUF_FILE,
     ROOT,
     SHARED_DATA,
-    embedded_model_args_string,
     embedded_model_dir,
+    lm_eval_once,
     load_task,
     request_pairs,
     tasks_by_name,
@@ -409,20 +407,8 @@ E2E_LIMIT = 2
 
 @pytest.fixture(scope="module")
 def studies_run(tmp_path_factory, data_dir):
-    output_dir = tmp_path_factory.mktemp("studies_run")
-    command = [
-        str(Path(sys.executable).with_name("lm_eval")),
-        "--model", "hf",
-        "--model_args", embedded_model_args_string(),
-        "--device", "cpu",
-        "--batch_size", "8",
-        "--tasks", "dcpmi_sst2_templates,dcpmi_sst2_4shot,dcpmi_copa_flipped",
-        "--limit", str(E2E_LIMIT),
-        "--log_samples",
-        "--output_path", str(output_dir),
-    ]  # fmt: skip
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=1200)
-    assert completed.returncode == 0, completed.stderr[-4000:]
+    tasks = "dcpmi_sst2_templates,dcpmi_sst2_4shot,dcpmi_copa_flipped"
+    output_dir, _stdout = lm_eval_once(tmp_path_factory, "studies_run", tasks, E2E_LIMIT)
     (results_file,) = output_dir.rglob("results_*.json")
     return output_dir, json.loads(results_file.read_text())
 
