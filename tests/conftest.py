@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -43,11 +42,10 @@ def pytest_configure(config: pytest.Config) -> None:
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1 and "OMP_NUM_THREADS" not in os.environ:
         # Under pytest-xdist (scripts/test.sh: -n 2) the workers share the cores: one torch
-        # thread each, in this process and in the lm_eval runs it starts, not two per core.
+        # thread each, in this process and in the lm_eval runs it starts, not two per core
+        # (torch, imported later, reads this).
         threads = max(1, (os.cpu_count() or 1) // workers)
         environment.setenv("OMP_NUM_THREADS", str(threads))
-        if "torch" in sys.modules:
-            sys.modules["torch"].set_num_threads(threads)
 
 
 # The fixtures that load the embedded model or read the evaluation data (each fixture that
