@@ -278,10 +278,15 @@ def machine() -> dict[str, Any]:
 
     import torch
 
-    cpu = "unknown"
+    cpu, isa = "unknown", []
     if Path("/proc/cpuinfo").exists():
         found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
         cpu = found.group(1).strip() if found else cpu
+        # Virtual CPUs often hide their model ("Intel(R) Xeon(R) Processor"): the vector
+        # extensions tell an AMD EPYC from a Xeon with AMX.
+        found = re.search(r"^flags\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+        flags = set(found.group(1).split()) if found else set()
+        isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
     import subprocess
 
     commit = subprocess.run(
@@ -293,6 +298,7 @@ def machine() -> dict[str, Any]:
         "date": datetime.datetime.now().isoformat(timespec="minutes"),
         "commit": commit + ("+changes" if dirty else ""),
         "cpu": cpu,
+        "isa": isa,
         "cpus": len(os.sched_getaffinity(0)),
         "torch_threads": torch.get_num_threads(),
         "load_average_at_start": os.getloadavg(),
@@ -414,6 +420,10 @@ def run_full(names: Sequence[str], manager: Any, lm: Any, args: argparse.Namespa
               f"efficiency {full['efficiency']:.0%}", flush=True)  # fmt: skip
 
 
+def _part(record: dict[str, Any]) -> tuple[int, int] | None:
+    return tuple(record["part"]) if record["part"] else None  # type: ignore[return-value]
+
+
 def summary(folder: Path) -> dict[str, Any]:
     """The records of ``folder`` joined per task (parts summed when all are there)."""
     from lm_eval_dcpmi import paper
@@ -423,6 +433,26 @@ def summary(folder: Path) -> dict[str, Any]:
         if path.name != "suite.json":
             record = json.loads(path.read_text())
             by_task.setdefault(record["task"], []).append(record)
+    # A suite time adds up one machine's records only: by the CPU's name, and by its
+    # vector extensions where recorded (older records lack them).
+    machines: dict[str, list[str]] = {}
+    for records in by_task.values():
+        for r in records:
+            machines.setdefault(r["machine"]["cpu"], []).append(record_name(r["task"], _part(r)))
+    isas: dict[str, list[str]] = {}
+    for records in by_task.values():
+        for r in records:
+            if "isa" in r["machine"]:
+                key = f"{r['machine']['cpu']} ({' '.join(r['machine']['isa'])})"
+                isas.setdefault(key, []).append(record_name(r["task"], _part(r)))
+    if len(isas) > 1:
+        machines = isas
+    if len(machines) > 1:
+        raise SystemExit(
+            f"{folder}: records of {len(machines)} CPUs: "
+            + "; ".join(f"{cpu}: {', '.join(names)}" for cpu, names in machines.items())
+            + ". A suite time is one machine's: move the others to a folder of their own."
+        )
     rows, missing = [], []
     for name in paper.paper_order():
         records = by_task.get(name, [])
