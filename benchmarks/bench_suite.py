@@ -218,7 +218,7 @@ def run_task(name: str, manager: Any, lm: Any, args: argparse.Namespace) -> dict
         answers[backend] = predictions(task, sample, per_doc)
     row["predictions_equal"] = answers["hf"] == answers["hf_prefix"]
     # Recorded, not fatal: the timing stands; the summary lists the samples that differ.
-    row["within_tolerance"] = row["max_abs_loglik_diff"] <= TOLERANCE and row["predictions_equal"]
+    row["within_tolerance"] = within_tolerance(row)
     if not row["within_tolerance"]:
         same = "equal" if row["predictions_equal"] else "DIFFERENT"
         print(f"{name}: hf-prefix differs from hf on the sample: largest |dll| "
@@ -229,6 +229,11 @@ def run_task(name: str, manager: Any, lm: Any, args: argparse.Namespace) -> dict
         row["full_split"] = time_full_split(lm, requests)
         row["full_split"]["hf_projected_s"] = timed["hf"]["projected_full_s"]
     return row
+
+
+def within_tolerance(record: dict[str, Any]) -> bool:
+    """Whether a record's sample scored alike with ``hf`` and ``hf-prefix``."""
+    return record["max_abs_loglik_diff"] <= TOLERANCE and record["predictions_equal"]
 
 
 def time_full_split(lm: Any, requests: Sequence[Encoded]) -> dict[str, Any]:
@@ -289,11 +294,12 @@ def machine() -> dict[str, Any]:
 
     cpu, isa = "unknown", []
     if Path("/proc/cpuinfo").exists():
-        found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
         cpu = found.group(1).strip() if found else cpu
         # Virtual CPUs often hide their model ("Intel(R) Xeon(R) Processor"): the vector
         # extensions tell an AMD EPYC from a Xeon with AMX.
-        found = re.search(r"^flags\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+        found = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
         flags = set(found.group(1).split()) if found else set()
         isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
     import subprocess
@@ -429,10 +435,6 @@ def run_full(names: Sequence[str], manager: Any, lm: Any, args: argparse.Namespa
               f"efficiency {full['efficiency']:.0%}", flush=True)  # fmt: skip
 
 
-def _part(record: dict[str, Any]) -> tuple[int, int] | None:
-    return tuple(record["part"]) if record["part"] else None  # type: ignore[return-value]
-
-
 def summary(folder: Path) -> dict[str, Any]:
     """The records of ``folder`` joined per task (parts summed when all are there)."""
     from lm_eval_dcpmi import paper
@@ -441,21 +443,17 @@ def summary(folder: Path) -> dict[str, Any]:
     for path in sorted(folder.glob("*.json")):
         if path.name != "suite.json":
             record = json.loads(path.read_text())
-            by_task.setdefault(record["task"], []).append(record)
+            by_task.setdefault(record["task"], []).append(record | {"file": path.name})
     # A suite time adds up one machine's records only: by the CPU's name, and by its
     # vector extensions where recorded (older records lack them).
-    machines: dict[str, list[str]] = {}
-    for records in by_task.values():
-        for r in records:
-            machines.setdefault(r["machine"]["cpu"], []).append(record_name(r["task"], _part(r)))
-    isas: dict[str, list[str]] = {}
-    for records in by_task.values():
-        for r in records:
-            if "isa" in r["machine"]:
-                key = f"{r['machine']['cpu']} ({' '.join(r['machine']['isa'])})"
-                isas.setdefault(key, []).append(record_name(r["task"], _part(r)))
-    if len(isas) > 1:
-        machines = isas
+    by_cpu: dict[str, list[str]] = {}
+    by_isa: dict[str, list[str]] = {}
+    for r in (r for records in by_task.values() for r in records):
+        cpu = r["machine"]["cpu"]
+        by_cpu.setdefault(cpu, []).append(r["file"])
+        if "isa" in r["machine"]:
+            by_isa.setdefault(f"{cpu} ({' '.join(r['machine']['isa'])})", []).append(r["file"])
+    machines = by_isa if len(by_isa) > 1 else by_cpu
     if len(machines) > 1:
         raise SystemExit(
             f"{folder}: records of {len(machines)} CPUs: "
@@ -485,11 +483,11 @@ def summary(folder: Path) -> dict[str, Any]:
             "hf_ratio": round(total["hf_projected_s"] / total["wall_s"], 2),
         })  # fmt: skip
     past = [  # samples where hf-prefix and hf differ by more than TOLERANCE (or pick apart)
-        f"{record_name(r['task'], _part(r))}: {r['max_abs_loglik_diff']:.2e}"
+        f"{r['file']}: {r['max_abs_loglik_diff']:.2e}"
         + ("" if r["predictions_equal"] else ", predictions differ")
         for records in by_task.values()
         for r in records
-        if r["max_abs_loglik_diff"] > TOLERANCE or not r["predictions_equal"]
+        if not within_tolerance(r)
     ]
     out: dict[str, Any] = {"tasks": rows, "missing": missing, "samples_past_tolerance": past}
     if rows and not missing:
