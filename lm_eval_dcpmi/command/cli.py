@@ -95,6 +95,10 @@ to lm-eval (see `lm_eval run --help`), except:
   --quick N   score N documents of each task, evenly spread over its evaluation split:
       a fair quick look (--limit N takes the first N, and some files are ordered by
       label). Not with --limit or --samples.
+  --shard K/N   score shard K of N: every Nth document of each task, starting with
+      document K-1 (as lm-eval deals documents to its ranks), e.g. one SLURM array job
+      each; `dcpmi merge SHARDS... --out DIR` joins the N runs into one. Not with --limit,
+      --samples or --quick.
   --tasks list   list the plugin's groups, tags and tasks (as `dcpmi tasks`).
 
 The tasks (configs, data, every document) are checked before the model loads; errors in
@@ -132,6 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="recompute every number of results files from their logged samples",
         description=leaderboard.VERIFY_DESCRIPTION,
     )
+    merge_parser = commands.add_parser(
+        "merge",
+        help="join the shards of one run (dcpmi run --shard K/N) into that run",
+        description=leaderboard.MERGE_DESCRIPTION,
+    )
     if argv[:1] == ["run"]:
         if argv[1:] in (["-h"], ["--help"]):
             print(commands.choices["run"].description)
@@ -140,6 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["export"]:
         leaderboard.add_export_arguments(export_parser)
         return leaderboard.run_export(parser.parse_args(argv))
+    if argv[:1] == ["merge"]:
+        leaderboard.add_merge_arguments(merge_parser)
+        return leaderboard.run_merge(parser.parse_args(argv))
     if argv[:1] == ["verify"]:
         leaderboard.add_verify_arguments(verify_parser)
         return leaderboard.run_verify(parser.parse_args(argv))

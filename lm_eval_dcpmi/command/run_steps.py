@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.command import lm_eval_options, option_checks, quick_look, saving
+from lm_eval_dcpmi.command import lm_eval_options, option_checks, quick_look, saving, shards
 from lm_eval_dcpmi.command.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
@@ -79,6 +79,7 @@ def run(forwarded: Sequence[str]) -> int:
     derived, forwarded = split_dcpmi_tasks(forwarded)
     model_id, forwarded = split_model_id(forwarded)
     quick, forwarded = quick_look.split_quick(forwarded)
+    shard, forwarded = shards.split_shard(forwarded)
     if lm_eval_options.read(["run", *forwarded]).tasks == ["list"]:  # lm-eval's old habit
         from lm_eval_dcpmi.command import task_list
 
@@ -91,29 +92,37 @@ def run(forwarded: Sequence[str]) -> int:
         names = write_derived_tasks(derived, folder)
         with _autoload.extra_task_folders([folder] if names else []):
             argv = lm_eval_argv(forwarded, names)
-            checked = check_tasks(argv[1:], derived, quick)
-            if quick is not None:  # lm-eval scores the spread documents as --samples
+            checked = check_tasks(argv[1:], derived, quick, shard)
+            if quick is not None or shard is not None:  # lm-eval scores them as --samples
                 argv += ["--samples", json.dumps(checked.config.samples)]
             return evaluate(argv, checked, Path(scratch), model_id)
 
 
 @dataclass
 class CheckedRun:
-    """What step 1 found: lm-eval's ``EvaluatorConfig`` (with ``--quick``'s documents as
-    its ``samples``), ``--quick``'s N, and the tasks whose ``--limit`` prefix is not a fair
-    look (task -> why; ``quick_look.skewed_tasks``)."""
+    """What step 1 found: lm-eval's ``EvaluatorConfig`` (with ``--quick``'s or the shard's
+    documents as its ``samples``), ``--quick``'s N, ``--shard``'s shard, and the tasks whose
+    ``--limit`` prefix is not a fair look (task -> why; ``quick_look.skewed_tasks``)."""
 
     config: Any
     quick: int | None = None
+    shard: shards.Shard | None = None
     skewed: dict[str, str] = field(default_factory=dict)
 
 
 def check_tasks(
-    argv: Sequence[str], derived: Sequence[tuple[str, str]] = (), quick: int | None = None
+    argv: Sequence[str],
+    derived: Sequence[tuple[str, str]] = (),
+    quick: int | None = None,
+    shard: shards.Shard | None = None,
 ) -> CheckedRun:
     """Step 1 (see the module's docstring)."""
     config = lm_eval_options.config(argv)
     option_checks.check_options(config)
+    if shard is not None:
+        shards.refuse_with(
+            shard, {"--limit": config.limit, "--samples": config.samples, "--quick": quick}
+        )
     if quick is not None:
         quick_look.refuse_with_limit_or_samples(quick, config.limit, config.samples)
     with lm_eval_options.quietly():
@@ -137,8 +146,10 @@ def check_tasks(
             ) from None
     sizes = {name: len(task.eval_docs) for name, task in tasks.items()}
     check_samples(config.samples, sizes)
-    checked = CheckedRun(config, quick)
-    if quick is not None:
+    checked = CheckedRun(config, quick, shard)
+    if shard is not None:
+        config.samples = shards.shard_samples(sizes, shard)
+    elif quick is not None:
         config.samples = quick_look.quick_samples(sizes, quick)
     elif config.limit is not None:
         checked.skewed = quick_look.skewed_tasks(tasks, config.limit)
@@ -261,10 +272,15 @@ def evaluate(
         sys.argv = saved_argv
     results = written_results(saved)
     if results is not None and int(os.environ.get("RANK", "0")) == 0:
-        after_run([results], model_id)
+        after_run([results], model_id, shard_record(checked.shard))
         print_table(results, checked)
     saved.check()
     return 0
+
+
+def shard_record(shard: shards.Shard | None) -> dict[str, Any]:
+    """What a shard's results file records of it (``dcpmi merge`` reads it)."""
+    return {} if shard is None else {"shard": shard.as_dict()}
 
 
 def written_results(saved: saving.SavedFiles) -> Path | None:
@@ -287,3 +303,9 @@ def print_table(results_file: Path, checked: CheckedRun | None = None) -> None:
         one.drop_significance(checked.skewed)
     print("\nDC-PMI accuracies (%):\n")
     print(format_run(one))
+    if checked is not None and checked.shard is not None:
+        shard = checked.shard
+        print(
+            f"\nShard {shard} only (one document in {shard.count}); `dcpmi merge` joins the "
+            f"{shard.count} shards' --output_path folders into one run."
+        )

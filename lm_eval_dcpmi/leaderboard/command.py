@@ -18,12 +18,51 @@ plugin version or domain premise other than the installed tasks' (--allow-other-
 docs/leaderboards.md describes each field."""
 
 VERIFY_DESCRIPTION = """\
-Recomputes every accuracy, standard error and group mean of lm-eval results files of DC-PMI
-tasks from the loglikelihoods their samples files log (a run with --log_samples), and
-checks the task versions and premise digests against the installed tasks and the data
-files' sha256 against the files at hand (DCPMI_DATA_DIR, or --data_dir). Exit status 0:
-everything agrees; 1: a difference (each printed, naming the task and metric); 2: the files
-cannot be read."""
+Trusts nothing a results file says that can be rebuilt. For each DC-PMI task of lm-eval
+results files (a run with --log_samples), it builds the task's documents and requests again
+from the data files at hand (DCPMI_DATA_DIR, or --data_dir) and the installed task, and
+compares them with the samples: every request, target and hash, the documents logged
+against the split and the recorded counts, the data files' sha256. Then it recomputes every
+accuracy, standard error and group mean from the logged loglikelihoods, and refuses values
+out of range, a dummy model's run and an embedded model file other than the installed one.
+Exit status 0: everything agrees; 1: a difference (each printed, naming the file, task and
+what differs); 2: the files cannot be read."""
+
+
+MERGE_DESCRIPTION = """\
+Joins the shards of one run (the --output_path folders of `dcpmi run --shard K/N
+--log_samples`, K = 1..N) into that run: one results file and one samples file per task
+under --out, which verify, report and export read as if from one run. Refused, in one line
+naming the shard: shards of other commits, models, lm-eval versions, task configs or
+premises; two of the same K; a missing K (unless --allow-partial, which marks the result
+partial); a shard without its samples, or whose samples are not its share of the split or
+hold per-document values their loglikelihoods do not give. CC is decided with document 0's
+content-free scores and BC over every document, as in one run."""
+
+
+def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shards", nargs="+", type=Path, help="the shards' folders or results files")
+    parser.add_argument(
+        "--out", required=True, type=Path, help="a new folder to write the run into"
+    )
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge without some shards; the result is marked partial",
+    )
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from lm_eval_dcpmi.leaderboard.merge import merge
+
+    try:
+        written = merge(args.shards, args.out, args.allow_partial)
+    except DCPMIError as error:
+        print(f"dcpmi merge: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
 
 
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +133,12 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
         help="the tokenizer that counts acc_avg's tokens, when "
         "the model is not at hand under its recorded name",
     )
+    parser.add_argument(
+        "--include_path",
+        action="append",
+        default=[],
+        help="a folder of task YAMLs that are not installed (your own tasks; repeatable)",
+    )
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -132,10 +177,11 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from lm_eval_dcpmi.leaderboard.verify import summary, verify
+    from lm_eval_dcpmi.leaderboard.verify import VerifyOptions, summary, verify
 
+    options = VerifyOptions(args.tokenizer, args.data_dir, tuple(args.include_path))
     try:
-        checked, findings = verify(args.results, args.tokenizer, args.data_dir)
+        checked, findings = verify(args.results, options)
     except DCPMIError as error:
         print(f"dcpmi verify: {error}", file=sys.stderr)
         return 2
@@ -151,5 +197,8 @@ def run_verify(args: argparse.Namespace) -> int:
         return 1
     files = len(checked)
     tasks = sum(len(c.tasks) for c in checked)
-    print(f"verified: {files} results file(s), {tasks} task(s); every number recomputes.")
+    print(
+        f"verified: {files} results file(s), {tasks} task(s); every document and request "
+        "rebuilt from the data, every number recomputes."
+    )
     return 0

@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +60,21 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
     handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 600; a file written in place would get 666 less the umask
+        os.chmod(temporary, 0o666 & ~current_umask())
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def current_umask() -> int:
+    """The process's umask (read by setting it, then setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def model_args_of(data: dict[str, Any]) -> dict[str, Any]:
@@ -95,19 +104,27 @@ def portable_results(
 
 
 def portable_results_file(
-    path: Path, model_id: str | None = None, plugin_version: str | None = None
+    path: Path,
+    model_id: str | None = None,
+    plugin_version: str | None = None,
+    recorded: Mapping[str, Any] | None = None,
 ) -> ModelIdentity:
-    """Rewrite the results file ``path`` portably (numbers untouched); its identity."""
+    """Rewrite the results file ``path`` portably (numbers untouched); its identity.
+    ``recorded``: more entries for its ``dcpmi`` block (``dcpmi run --shard``'s shard)."""
     data = portable_results(read_json(path), model_id, plugin_version)
+    data["dcpmi"].update(recorded or {})
     write_json(path, data)
     return ModelIdentity(**data["dcpmi"]["model"])
 
 
-def after_run(written: Sequence[Path], model_id: str | None) -> None:
-    """``dcpmi run``'s last step: the results files the run wrote name the model portably;
-    a model that has no id gets one warning saying how to name it."""
+def after_run(
+    written: Sequence[Path], model_id: str | None, recorded: Mapping[str, Any] | None = None
+) -> None:
+    """``dcpmi run``'s last step: the results files the run wrote name the model portably
+    (and record ``recorded`` in their ``dcpmi`` block); a model that has no id gets one
+    warning saying how to name it."""
     for path in written:
-        identity = portable_results_file(path, model_id, __version__)
+        identity = portable_results_file(path, model_id, __version__, recorded)
         if identity.id is None and identity.local_name and identity.how != NO_PRETRAINED:
             print(
                 f"dcpmi: warning: {path} names the model {identity.name} ({identity.how}); "

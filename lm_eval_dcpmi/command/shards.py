@@ -1,0 +1,98 @@
+"""``dcpmi run --shard K/N``: the K-th of N deterministic shares of every task's documents.
+
+Shard K of N holds the documents whose index i has ``i % N == K - 1``, as lm-eval's own
+data parallelism deals them to its ranks (``utils.create_iterator``: ``islice(rank, None,
+world_size)``): every shard gets the same mix of a split's parts (HellaSwag's ActivityNet
+and WikiHow halves), and the N shards together hold each document exactly once. lm-eval
+scores them as ``--samples`` indices (their samples keep the split's document ids); the
+results file records the shard under ``dcpmi.shard``, which ``dcpmi merge`` reads to join
+the shards into one run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from lm_eval_dcpmi.errors import DCPMIError
+
+SHARD_OPTION = "--shard"
+_FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` (1-based) of ``count``."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    def indices(self, documents: int) -> list[int]:
+        """This shard's document indices of a split of ``documents``, in order."""
+        return list(range(self.index - 1, documents, self.count))
+
+    def as_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count}
+
+
+def parse_shard(value: str, option: str = SHARD_OPTION) -> Shard:
+    """``K/N`` with 1 <= K <= N; a ``DCPMIError`` saying the form otherwise."""
+    match = _FORM.match(value)
+    index, count = (int(match[1]), int(match[2])) if match else (0, 0)
+    if not match or count < 1 or not 1 <= index <= count:
+        raise DCPMIError(
+            f"{option} {value!r}: give K/N, shard K of N with 1 <= K <= N (e.g. {option} 1/4 "
+            f"... {option} 4/4; dcpmi merge joins them)."
+        )
+    return Shard(index, count)
+
+
+def split_shard(argv: Sequence[str]) -> tuple[Shard | None, list[str]]:
+    """``--shard K/N`` (or ``--shard=K/N``) taken out of ``argv``: (the shard or None, the rest)."""
+    rest: list[str] = []
+    found: Shard | None = None
+    items = iter(argv)
+    for item in items:
+        option, equals, value = item.partition("=")
+        if option != SHARD_OPTION:
+            rest.append(item)
+            continue
+        if not equals:
+            value = next(items, "")
+        if found is not None:
+            raise DCPMIError(f"{SHARD_OPTION} is given twice; give it once.")
+        found = parse_shard(value)
+    return found, rest
+
+
+def refuse_with(shard: Shard, options: Mapping[str, Any]) -> None:
+    """A shard picks its own documents: not with ``--limit``, ``--samples`` or ``--quick``
+    (``options``: option -> its value, None when not given)."""
+    for option, value in options.items():
+        if value is not None:
+            raise DCPMIError(
+                f"{SHARD_OPTION} {shard} scores every {shard.count}th document of each task "
+                f"and cannot be combined with {option}; drop one of the two."
+            )
+
+
+def shard_samples(sizes: Mapping[str, int], shard: Shard) -> dict[str, list[int]]:
+    """lm-eval's ``--samples`` for ``shard`` (``sizes``: task -> documents in its split).
+    A task with fewer documents than shards has none in the later shards: refused, since
+    lm-eval would then score it whole."""
+    samples = {}
+    for name, total in sizes.items():
+        indices = shard.indices(total)
+        if not indices:
+            raise DCPMIError(
+                f"{SHARD_OPTION} {shard}: {name} has {total} document(s), fewer than "
+                f"{shard.count} shards, so shard {shard.index} would hold none of it; use at "
+                f"most {total} shards, or run {name} without {SHARD_OPTION}."
+            )
+        samples[name] = indices
+    return samples
