@@ -319,7 +319,7 @@ def instance_rows(
     submission: Submission, options: ExportOptions, evaluation_id: str
 ) -> Iterator[dict[str, Any]]:
     """Every document and metric of ``submission``'s tasks as instance-level records."""
-    from lm_eval_dcpmi.leaderboard.verify import TokenCounts, score_task
+    from lm_eval_dcpmi.leaderboard.recompute import TokenCounts, score_task
 
     counts = TokenCounts(submission, options.tokenizer)
     for task in _tasks(submission):

@@ -1,286 +1,511 @@
-"""``dcpmi verify RESULTS...``: recompute a submission from its logged loglikelihoods.
+"""``dcpmi verify RESULTS...``: rebuild what a submission scored, and recompute its numbers.
 
-For every DC-PMI task of a results file, from the samples file beside it:
+A submission is trusted for nothing that can be rebuilt. For every DC-PMI task of a
+results file, with the samples file beside it:
 
-1. each document's accuracies under every rule the task reports, from the logged
-   loglikelihoods (``filtered_resps``) cut into the task's request blocks, the options'
-   characters, and their token counts (the model's tokenizer, as the run counted them);
-   BC from every document's probabilities; against the per-document values logged;
-2. each accuracy's mean and standard error (lm-eval's ``mean``/``mean_stderr``) against
-   the results file, and each group's mean over its tasks;
-3. lm-eval's ``task_hashes`` against the samples' per-document hashes (the samples are this
-   run's), the task's version and ``premise_sha256`` against the installed task, and the
-   data files' sha256 against the files at hand.
+1. **Rebuilt from the data** (``rebuild``: the installed task, the data files at hand, the
+   run's few-shot and prompt settings): the split's size against the recorded counts; the
+   logged document indices (whole numbers, each once, the range the run covered: whole
+   split, ``--limit`` prefix or ``--shard``); each document's requests (context and
+   continuation, domain premise and CC's content-free ones too), target and lm-eval's
+   three hashes; ``resps`` against ``filtered_resps``; lm-eval's ``task_hashes``; the
+   data files' digests against the files the task read here.
+2. **Recomputed** (``recompute``) from the logged loglikelihoods on the rebuilt requests:
+   each document's accuracies under every rule, each metric's mean and standard error
+   (lm-eval's ``mean``/``mean_stderr``), each group's mean over its tasks (every member
+   present).
+3. **Refused outright**: a value that is not finite or out of its range; a run of lm-eval's
+   dummy model that names a real one; an embedded model whose recorded file digest is not
+   the installed file's; a version or premise digest other than the installed task's.
 
-Every difference is a ``Finding`` naming the file, task and metric; ``verify`` returns them
-all, and the command exits 1 when there is any.
+Every difference is a ``Finding`` naming the file, task and what differs; the command
+exits 1 when there is any. What no recompute can catch (another model's genuine run,
+relabelled) is ``rescore``'s job: ``dcpmi verify --rescore N``.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard.rebuild import RebuiltTask, build_options, rebuild_task
+from lm_eval_dcpmi.leaderboard.recompute import (
+    Finding,
+    TokenCounts,
+    close,
+    mean_stderr,
+    number,
+    score_documents,
+    task_samples,
+)
 from lm_eval_dcpmi.leaderboard.submission import (
     Submission,
     TaskEntry,
     installed_task,
     read_submission,
+    results_files,
 )
 from lm_eval_dcpmi.report.results import ReportError
-from lm_eval_dcpmi.report.samples import (
-    DocumentOptions,
-    document_options,
-    read_samples,
-    task_hash,
-    task_layout,
-)
+from lm_eval_dcpmi.report.samples import HASH_FIELDS, request_pairs, task_hash
 from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.scoring import DocumentScores
 
-# Two floats count as equal within this relative difference (JSON round trips, summation
-# order): far below one document's weight in any split (1/56 for CB).
-TOLERANCE = 1e-9
+# Beyond this many documents with the same kind of difference, one line counts the rest.
+SHOWN = 5
+# lm-eval's model that returns random numbers: its runs are no model's results.
+RANDOM_MODELS = ("dummy",)
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One difference between a submission and its recompute."""
-
-    where: str  # the file (and task, metric)
-    what: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.what}"
+class VerifyOptions:
+    tokenizer: str | None = None  # counts acc_avg's tokens when the model is not at hand
+    data_dir: str | None = None  # the data folder (default $DCPMI_DATA_DIR)
+    include_path: tuple[str, ...] = ()  # folders of task YAMLs that are not installed
+    installed: bool = True  # compare versions and premises with the installed tasks
 
 
 @dataclass
 class Checked:
-    """What ``verify`` recomputed of one results file."""
+    """What ``verify`` rebuilt and recomputed of one results file."""
 
     path: Path
-    tasks: dict[str, dict[str, float]]  # task -> metric -> recomputed mean
-    documents: dict[str, int]  # task -> documents recomputed
-    notes: list[str]
-
-
-def close(a: float, b: float) -> bool:
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    return abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b))
-
-
-def mean_stderr(values: Sequence[float]) -> float:
-    """lm-eval's ``mean_stderr``: the sample standard deviation over sqrt(n)."""
-    n = len(values)
-    if n < 2:
-        return math.nan
-    mean = sum(values) / n
-    variance = sum((v - mean) ** 2 for v in values) / (n - 1)
-    return math.sqrt(variance / n)
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-class TokenCounts:
-    """Option token counts as the run counted them, with the submission's tokenizer."""
-
-    def __init__(self, submission: Submission, tokenizer: str | None) -> None:
-        self.submission = submission
-        self.tokenizer = tokenizer
-        self._counter: Any = None
-
-    def counter(self) -> Any:
-        if self._counter is None:
-            from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
-
-            args = self.submission.tokenizer_args(self.tokenizer)
-            try:
-                self._counter = counter_for_metadata(args)
-            except DCPMIError as error:
-                raise DCPMIError(
-                    f"{self.submission.path}: acc_avg needs the model's tokenizer to count "
-                    f"option tokens, and it could not be loaded ({error}); give --tokenizer "
-                    "with a loadable tokenizer (a hub id or a folder)."
-                ) from None
-            if self._counter is None:
-                raise DCPMIError(
-                    f"{self.submission.path}: the results name no tokenizer to count acc_avg's "
-                    "option tokens with; give --tokenizer (a hub id or a folder)."
-                )
-        return self._counter
+    tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> metric -> mean
+    documents: dict[str, int] = field(default_factory=dict)  # task -> documents recomputed
+    split: dict[str, int] = field(default_factory=dict)  # task -> documents in its split
+    notes: list[str] = field(default_factory=list)
 
 
 def verify(
-    paths: Sequence[Path],
-    tokenizer: str | None = None,
-    data_dir: str | None = None,
-    installed: bool = True,
+    paths: Sequence[Path], options: VerifyOptions | None = None
 ) -> tuple[list[Checked], list[Finding]]:
-    """Recompute every results file of ``paths`` (files or folders); returns what was
-    checked and every difference found (see the module's docstring). ``installed``:
-    compare versions and premises with the installed tasks."""
+    """Rebuild and recompute every results file of ``paths`` (files or folders); returns
+    what was checked and every difference found (see the module's docstring)."""
+    options = options or VerifyOptions()
+    if options.data_dir is not None and not Path(options.data_dir).is_dir():
+        raise DCPMIError(
+            f"--data_dir {options.data_dir}: no such folder; give the folder that holds the "
+            "evaluation files (laid out as <dataset>/<file>), or leave it out to use "
+            "$DCPMI_DATA_DIR."
+        )
     checked, findings = [], []
-    for submission in read_submission_paths(paths):
-        result, found = verify_submission(submission, tokenizer, data_dir, installed)
+    for path in results_files(paths):
+        result, found = verify_submission(read_submission(path), options)
         checked.append(result)
         findings += found
     return checked, findings
 
 
-def read_submission_paths(paths: Sequence[Path]) -> list[Submission]:
-    from lm_eval_dcpmi.leaderboard.submission import results_files
-
-    return [read_submission(path) for path in results_files(paths)]
-
-
 def verify_submission(
-    submission: Submission,
-    tokenizer: str | None = None,
-    data_dir: str | None = None,
-    installed: bool = True,
+    submission: Submission, options: VerifyOptions | None = None
 ) -> tuple[Checked, list[Finding]]:
-    findings: list[Finding] = []
-    counts = TokenCounts(submission, tokenizer)
-    checked = Checked(submission.path, {}, {}, [])
+    options = options or VerifyOptions()
+    checked = Checked(submission.path)
+    findings = model_findings(submission) + value_findings(submission)
+    counts = TokenCounts(submission, options.tokenizer)
     for task in submission.tasks.values():
-        if task.is_group:
-            continue
-        where = f"{submission.path} ({task.name})"
-        recomputed, n, found = _recompute_task(submission, task, counts, where)
-        findings += found
-        checked.tasks[task.name] = recomputed
-        checked.documents[task.name] = n
-        findings += _provenance(submission, task, where, data_dir, installed, checked.notes)
+        if not task.is_group:
+            findings += verify_task(submission, task, counts, options, checked)
+            findings += _installed(submission, task, options, checked.notes)
     for group in (t for t in submission.tasks.values() if t.is_group):
         findings += _group(submission, group, checked)
     return checked, findings
 
 
-@dataclass
-class ScoredDocument:
-    """One logged document, decided again from its loglikelihoods."""
-
-    sample: dict[str, Any]
-    options: DocumentOptions
-    values: dict[str, float]  # accuracy metric -> 1.0/0.0 (a corpus rule's: over the task)
-    picks: dict[str, int | None]  # accuracy metric -> the option it picks
-    scores: DocumentScores  # what the rules decided it from
+# ---------------------------------------------------------------- the model and the values
 
 
-def score_task(task: TaskEntry, counts: TokenCounts) -> tuple[list[ScoredDocument], list[Finding]]:
-    """Every logged document of ``task`` decided again (see the module's docstring); with
-    what keeps it from being recomputed, or differs from what was logged, as findings."""
-    if task.samples_file is None:
-        return [], [
+@functools.cache
+def _installed_embedded_sha256() -> str | None:
+    from lm_eval_dcpmi import embedded
+    from lm_eval_dcpmi.data.digests import file_sha256
+
+    try:
+        return file_sha256(Path(embedded.model_dir()) / embedded.GGUF_FILE)
+    except embedded.EmbeddedModelMissing:
+        return None
+
+
+def model_findings(submission: Submission) -> list[Finding]:
+    """A results file whose model cannot have made its numbers under the name it gives."""
+    from lm_eval_dcpmi.leaderboard.identity import EMBEDDED_ID
+
+    found = []
+    where = str(submission.path)
+    config = (
+        submission.data.get("config") if isinstance(submission.data.get("config"), dict) else {}
+    )
+    model_type = config.get("model")
+    if model_type in RANDOM_MODELS:
+        found.append(
             Finding(
-                f"{task.name}", "no samples file beside the results file; rerun with --log_samples"
+                where,
+                f"config.model is {model_type!r}, lm-eval's model of random loglikelihoods, so "
+                f"no model made these numbers (the results name {submission.model.name}); "
+                "score the model itself",
+            )
+        )
+    model = submission.model
+    if model.id == EMBEDDED_ID and model.file_sha256:
+        installed = _installed_embedded_sha256()
+        if installed is not None and installed != model.file_sha256:
+            found.append(
+                Finding(
+                    where,
+                    f"records the embedded model's file {model.file} with sha256 "
+                    f"{model.file_sha256[:16]}..., but the installed {model.package or 'file'} "
+                    f"has {installed[:16]}...: another file was scored",
+                )
+            )
+    return found
+
+
+def _range_problem(metric: scoring.Metric, stderr: bool, value: Any) -> str | None:
+    if stderr:
+        if value == "N/A":
+            return None
+        x = number(value)
+        return None if math.isfinite(x) and x >= 0 else "is not a standard error"
+    x = number(value)
+    if not math.isfinite(x):
+        return "is not a finite number"
+    if metric.kind == "accuracy" and not 0 <= x <= 1:
+        return "is not an accuracy (a number from 0 to 1)"
+    if metric.kind == "count" and (x < 0 or x != int(x)):
+        return "is not a count (a whole number, 0 or more)"
+    return None
+
+
+def value_findings(submission: Submission) -> list[Finding]:
+    """Every value of the DC-PMI tasks' results entries that is not finite or not in its
+    metric's range (a NaN or infinite accuracy is never passed on)."""
+    found = []
+    for name in submission.tasks:
+        entry = submission.data["results"].get(name) or {}
+        for key, value in entry.items():
+            metric_name, _comma, _filter = str(key).partition(",")
+            stderr = metric_name.endswith("_stderr")
+            metric = scoring.metric_named(metric_name.removesuffix("_stderr"))
+            if metric is None:
+                continue
+            problem = _range_problem(metric, stderr, value)
+            if problem:
+                found.append(Finding(f"{submission.path} ({name}, {key})", f"{value!r} {problem}"))
+    return found
+
+
+# ---------------------------------------------------------------- one task
+
+
+def verify_task(
+    submission: Submission,
+    task: TaskEntry,
+    counts: TokenCounts,
+    options: VerifyOptions,
+    checked: Checked,
+) -> list[Finding]:
+    """Rebuild, compare and recompute one task (see the module's docstring)."""
+    results_where = f"{submission.path} ({task.name})"
+    if task.samples_file is None:
+        return [
+            Finding(
+                results_where, "no samples file beside the results file; rerun with --log_samples"
             )
         ]
     where = f"{task.samples_file} ({task.name})"
     try:
-        samples = [s for s in read_samples(task.samples_file) if s.get("filter", "none") == "none"]
+        samples = task_samples(task.samples_file, where)
     except ReportError as error:
-        return [], [Finding(where, str(error))]
-    samples.sort(key=lambda s: int(s["doc_id"]))
-    if any(not s.get("filtered_resps") or not s.get("arguments") for s in samples):
-        return [], [
-            Finding(
-                where,
-                "the samples hold no loglikelihoods (trimmed?); this needs the "
-                "samples files lm-eval wrote with --log_samples",
-            )
-        ]
-    layout = task_layout(task.config)
-    metrics = scoring.task_metrics(layout.references, bool(layout.content_free))
-    accuracies = [m for m in metrics if m.kind == "accuracy"]
-    delimiter = task.config.get("target_delimiter", " ")
+        return [Finding(where, str(error).removeprefix(f"{where}: "))]
+    ids, findings = document_ids(samples, where)
+    samples = [s for s in samples if _is_index(s.get("doc_id"))]
     try:
-        documents = [document_options(s, where, layout) for s in samples]
-    except ReportError as error:
-        return [], [Finding(where, str(error))]
-    content_free = next((d.content_free for d in documents if d.content_free), None)
-    counter = counts.counter() if any(m.needs_tokenizer for m in accuracies) else None
-    findings, scored = [], []
-    for sample, doc in zip(samples, documents, strict=True):
-        if doc.gold is None:
-            findings.append(Finding(where, f"doc {doc.doc_id}: its target names no option"))
-            continue
-        pairs = list(zip(doc.contexts, doc.options, strict=True))
-        n_tokens = [counter.split(c, o)[1] for c, o in pairs] if counter is not None else None
-        n_chars = [
-            len(o) - len(delimiter) if o.startswith(delimiter) else len(o) for o in doc.options
-        ]
-        scores = DocumentScores(doc.conditional, doc.references, n_tokens, n_chars, content_free)
-        values = scoring.accuracies(scores, doc.gold, accuracies)
-        values.pop(scoring.UNRANKED, None)
-        picks = scoring.predictions(scores, accuracies)
-        scored.append(ScoredDocument(sample, doc, values, picks, scores))
-    corpus = {m.name: m.corpus for m in accuracies if m.corpus is not None}
-    for name, rule in corpus.items() if scored else []:
-        items = [rule.item(d.scores, d.options.gold) for d in scored]
-        for doc, pick in zip(scored, rule.picks(items), strict=True):
-            doc.picks[name] = pick
-            doc.values[name] = float(pick is not None and pick == doc.options.gold)
-    for doc in scored:
-        for metric, value in doc.values.items():
-            if metric in corpus:
-                continue  # logged as the document's item, decided over the task
-            logged = _number(doc.sample.get(metric))
-            if not close(value, logged):
-                findings.append(
-                    Finding(
-                        where,
-                        f"doc {doc.options.doc_id}: {metric} recomputes to {value:g} from "
-                        "the logged loglikelihoods, but the sample logs "
-                        f"{doc.sample.get(metric)!r}",
-                    )
-                )
-    return scored, findings
-
-
-def _recompute_task(
-    submission: Submission, task: TaskEntry, counts: TokenCounts, where: str
-) -> tuple[dict[str, float], int, list[Finding]]:
-    scored, findings = score_task(task, counts)
-    if not scored:
-        return {}, 0, [Finding(where, f.what) if f.where == task.name else f for f in findings]
-    recorded = submission.task_hashes.get(task.name)
-    computed = task_hash(read_samples(task.samples_file)) if task.samples_file else None
-    if recorded and computed and recorded != computed:
-        findings.append(
-            Finding(
-                where,
-                "lm-eval's task_hashes in the results file do not match "
-                "the samples' hashes: the samples are another run's (or edited)",
-            )
+        rebuilt = rebuild_task(
+            task.name,
+            submission.tokenizer_args(options.tokenizer),
+            build_options(submission.data, task.name, lambda: counts.counter().tokenizer),
+            sorted(set(ids)),
+            options.data_dir,
+            options.include_path,
         )
+    except DCPMIError as error:
+        return [*findings, Finding(results_where, f"cannot be built again here: {error}")]
+    checked.split[task.name] = rebuilt.documents
+    findings += data_findings(task, rebuilt, results_where)
+    findings += split_findings(submission, task, rebuilt, ids, results_where)
+    findings += document_findings(samples, rebuilt, where)
+    findings += hash_findings(submission, task, samples, rebuilt, results_where)
+    # the recompute scores the requests built from the data, never the logged strings
+    by_id = sorted(samples, key=lambda s: int(s["doc_id"]))
+    rebuilt_samples = [
+        {**s, "arguments": rebuilt.by_id[int(s["doc_id"])].arguments}
+        for s in by_id
+        if len(rebuilt.by_id[int(s["doc_id"])].arguments) == len(s["filtered_resps"])
+    ]
+    if len(rebuilt_samples) != len(by_id) or len(set(ids)) != len(ids):
+        return findings  # the documents are not those of one run (named above)
+    scored, found = score_documents(task, rebuilt_samples, counts, where)
+    findings += _first(found)
+    if not scored:
+        return findings
     means: dict[str, float] = {}
     for metric in scored[0].values:
         values = [d.values[metric] for d in scored]
-        means[metric] = sum(values) / len(values)
+        means[metric] = math.fsum(values) / len(values)
         row = scoring.metric_named(metric)
         # a corpus rule's decisions depend on each other: the mean's stderr does not apply
         stderr = math.nan if row is not None and row.corpus is not None else mean_stderr(values)
         findings += _against_results(submission, task, metric, means[metric], stderr)
-    if task.n is not None and task.n != len(scored):
-        findings.append(
+    checked.tasks[task.name] = means
+    checked.documents[task.name] = len(scored)
+    return findings
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def document_ids(samples: Sequence[dict[str, Any]], where: str) -> tuple[list[int], list[Finding]]:
+    """The logged documents' indices (those that are indices); findings for one that is not
+    a whole number 0 or more, or logged twice."""
+    ids, seen, findings = [], set(), []
+    for line, sample in enumerate(samples, start=1):
+        value = sample.get("doc_id")
+        if not _is_index(value):
+            findings.append(
+                Finding(where, f"sample {line}: doc_id {value!r} is not a document index")
+            )
+            continue
+        if value in seen:
+            findings.append(Finding(where, f"doc {value} is logged twice"))
+        seen.add(value)
+        ids.append(value)
+    return ids, _first(findings)
+
+
+def data_findings(task: TaskEntry, rebuilt: RebuiltTask, where: str) -> list[Finding]:
+    """The data digests the run recorded against those of the files the task read here."""
+    recorded = task.data_files
+    if rebuilt.data_files and not recorded:
+        return [
             Finding(
                 where,
-                f"{len(scored)} documents in the samples, but the results file reports n={task.n}",
+                "records no data digests"
+                + (" (an empty data_files map)" if recorded == {} else "")
+                + f", but the task reads {', '.join(sorted(rebuilt.data_files))}; rerun it to "
+                "record them",
+            )
+        ]
+    found = []
+    for file, digest in sorted(rebuilt.data_files.items()):
+        if (recorded or {}).get(file) != digest:
+            logged = (recorded or {}).get(file)
+            found.append(
+                Finding(
+                    where,
+                    f"data file {file}: the file here has sha256 {digest[:16]}..., but the run "
+                    + (
+                        f"read {logged[:16]}...: other data"
+                        if logged
+                        else "recorded no digest of it"
+                    ),
+                )
+            )
+    for file in sorted(set(recorded or {}) - set(rebuilt.data_files)):
+        found.append(Finding(where, f"records data file {file}, which the task here does not read"))
+    return found
+
+
+def _expected_ids(submission: Submission, documents: int) -> tuple[list[int], str] | None:
+    """The documents the run was asked to score, where its results file says: a shard, a
+    ``--limit`` prefix, else (a whole run) every one; None for a ``--samples`` selection."""
+    from lm_eval_dcpmi.command.quick_look import prefix_size
+    from lm_eval_dcpmi.command.shards import Shard
+
+    block = submission.data.get("dcpmi") if isinstance(submission.data.get("dcpmi"), dict) else {}
+    shard = block.get("shard")
+    if isinstance(shard, dict):
+        try:
+            one = Shard(int(shard["index"]), int(shard["count"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+        return one.indices(documents), f"shard {one}"
+    limit = number(submission.limit)
+    if math.isfinite(limit) and limit > 0:
+        return list(range(prefix_size(documents, limit))), f"the --limit {submission.limit} prefix"
+    return None
+
+
+def split_findings(
+    submission: Submission, task: TaskEntry, rebuilt: RebuiltTask, ids: list[int], where: str
+) -> list[Finding]:
+    """The recorded counts against the split built from the data and the logged documents."""
+    found = []
+    if task.n_total is not None and task.n_total != rebuilt.documents:
+        found.append(
+            Finding(
+                where,
+                f"records a split of {task.n_total} documents (n-samples original), but the "
+                f"split built from the data has {rebuilt.documents}",
             )
         )
-    return means, len(scored), findings
+    if task.n is not None and task.n != len(ids):
+        found.append(
+            Finding(
+                where,
+                f"records {task.n} documents scored (n-samples effective), but its samples log "
+                f"{len(ids)}",
+            )
+        )
+    expected = _expected_ids(submission, rebuilt.documents)
+    if expected is None and task.n is not None and task.n == task.n_total:
+        expected = list(range(rebuilt.documents)), "the whole split"
+    if expected is not None and sorted(ids) != expected[0]:
+        wanted, what = expected
+        missing = sorted(set(wanted) - set(ids))
+        extra = sorted(set(ids) - set(wanted))
+        found.append(
+            Finding(
+                where,
+                f"the samples log {len(ids)} documents, but {what} is {len(wanted)}"
+                + (f"; missing {_few(missing)}" if missing else "")
+                + (f"; not in it {_few(extra)}" if extra else ""),
+            )
+        )
+    return found
+
+
+def _few(ids: Sequence[int]) -> str:
+    shown = ", ".join(map(str, ids[:3]))
+    return f"doc {shown}" + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+
+
+def _short(text: str, most: int = 60) -> str:
+    return repr(text if len(text) <= most else text[: most - 3] + "...")
+
+
+def _request_difference(logged: list[tuple[str, str]], built: list[tuple[str, str]]) -> str | None:
+    if len(logged) != len(built):
+        return f"logs {len(logged)} requests, but the task built from the data makes {len(built)}"
+    for index, (one, other) in enumerate(zip(logged, built, strict=True)):
+        for part, a, b in (("context", one[0], other[0]), ("continuation", one[1], other[1])):
+            if a != b:
+                return (
+                    f"request {index}'s {part} is {_short(a)}, but the task built from the data "
+                    f"gives {_short(b)}"
+                )
+    return None
+
+
+def _response_pair(value: Any) -> list[str]:
+    """An answer (loglikelihood, is greedy) as text: JSONL logs its numbers as strings."""
+    return [str(item) for item in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def document_findings(
+    samples: Sequence[dict[str, Any]], rebuilt: RebuiltTask, where: str
+) -> list[Finding]:
+    """Each logged document against the one built from the data (see the module's
+    docstring); each kind of difference shown for the first ``SHOWN`` documents."""
+    from lm_eval_dcpmi.harness.requests import doc_hash
+
+    kinds: dict[str, list[Finding]] = {}
+
+    def add(kind: str, doc_id: int, what: str) -> None:
+        kinds.setdefault(kind, []).append(Finding(where, f"doc {doc_id}: {what}"))
+
+    for sample in samples:
+        doc_id = int(sample["doc_id"])
+        built = rebuilt.by_id[doc_id]
+        if sample.get("arguments"):
+            difference = _request_difference(request_pairs(sample["arguments"]), built.arguments)
+            if difference:
+                add("requests", doc_id, difference)
+        elif len(sample["filtered_resps"]) != len(built.arguments):
+            add(
+                "requests",
+                doc_id,
+                f"logs {len(sample['filtered_resps'])} loglikelihoods, but the task built from "
+                f"the data makes {len(built.arguments)} requests",
+            )
+        if str(sample.get("target")) != str(built.target):
+            add(
+                "target",
+                doc_id,
+                f"logs target {sample.get('target')!r}, but the data give {built.target!r}",
+            )
+        hashes = built.hashes
+        for name in HASH_FIELDS:
+            if isinstance(sample.get(name), str) and sample[name] != hashes[name]:
+                add(name, doc_id, f"its {name} is not that of what the data give")
+        if "doc" in sample and isinstance(sample.get("doc_hash"), str):
+            if doc_hash(sample["doc"]) != sample["doc_hash"]:
+                add("doc", doc_id, "its logged doc does not hash to its doc_hash (edited)")
+        resps = sample.get("resps")
+        if isinstance(resps, list):
+            filtered = sample["filtered_resps"]
+            for index, (raw, kept) in enumerate(zip(resps, filtered, strict=False)):
+                # resps: each repeat's answer (one); filtered_resps: the answer kept
+                first = raw[0] if isinstance(raw, list) and raw else raw
+                if _response_pair(first) != _response_pair(kept):
+                    add(
+                        "resps",
+                        doc_id,
+                        f"request {index}'s filtered_resps {kept!r} differ from its resps "
+                        f"{raw!r} (lm-eval's multiple choice filters nothing)",
+                    )
+                    break
+            if len(resps) != len(filtered):
+                add("resps", doc_id, f"{len(resps)} resps for {len(filtered)} filtered_resps")
+    found = []
+    for items in kinds.values():
+        found += _first(items)
+    return found
+
+
+def _first(findings: list[Finding]) -> list[Finding]:
+    """The first ``SHOWN`` findings, and one that counts the rest."""
+    if len(findings) <= SHOWN:
+        return findings
+    rest = len(findings) - SHOWN
+    return [*findings[:SHOWN], Finding(findings[SHOWN].where, f"and {rest} more like these")]
+
+
+def hash_findings(
+    submission: Submission,
+    task: TaskEntry,
+    samples: Sequence[dict[str, Any]],
+    rebuilt: RebuiltTask,
+    where: str,
+) -> list[Finding]:
+    """lm-eval's ``task_hashes`` against the hashes of what the data give, in the samples'
+    order (and against the samples' own, where they log them)."""
+    recorded = submission.task_hashes.get(task.name)
+    if not recorded:
+        return []
+    built = [rebuilt.by_id[int(s["doc_id"])].hashes for s in samples]
+    found = []
+    if task_hash(built) != recorded:
+        found.append(
+            Finding(
+                where,
+                "lm-eval's task_hashes in the results file is not the hash of the documents, "
+                "prompts and targets built from the data",
+            )
+        )
+    own = task_hash(samples)
+    if own is not None and own != recorded:
+        found.append(
+            Finding(
+                where,
+                "lm-eval's task_hashes in the results file do not match the samples' hashes: "
+                "the samples are another run's (or edited)",
+            )
+        )
+    return found
 
 
 def _against_results(
@@ -288,6 +513,9 @@ def _against_results(
 ) -> list[Finding]:
     where = f"{submission.path} ({task.name}, {metric})"
     if metric not in task.values:
+        reported = (submission.data["results"].get(task.name) or {}).get(f"{metric},none")
+        if reported is not None:
+            return []  # not a finite number: value_findings said so
         return [
             Finding(
                 where, "the results file does not report it, though the task's samples decide it"
@@ -316,12 +544,22 @@ def _against_results(
 
 
 def _group(submission: Submission, group: TaskEntry, checked: Checked) -> list[Finding]:
+    where = f"{submission.path} ({group.name})"
+    missing = [t for t in group.subtasks if t not in submission.data["results"]]
+    if missing:
+        return [
+            Finding(
+                where,
+                f"lists {_names(missing)} as members, but the results file holds no such "
+                "task: its mean is not over its members",
+            )
+        ]
     found = []
     for metric, reported in group.values.items():
         members = [checked.tasks.get(t, {}).get(metric) for t in group.subtasks]
         if not members or any(v is None for v in members):
             continue
-        mean = sum(members) / len(members)  # type: ignore[arg-type]
+        mean = math.fsum(members) / len(members)  # type: ignore[arg-type]
         if not close(mean, reported):
             found.append(
                 Finding(
@@ -333,72 +571,46 @@ def _group(submission: Submission, group: TaskEntry, checked: Checked) -> list[F
     return found
 
 
-def _provenance(
-    submission: Submission,
-    task: TaskEntry,
-    where: str,
-    data_dir: str | None,
-    installed: bool,
-    notes: list[str],
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def _installed(
+    submission: Submission, task: TaskEntry, options: VerifyOptions, notes: list[str]
 ) -> list[Finding]:
+    if not options.installed:
+        return []
+    where = f"{submission.path} ({task.name})"
+    here = installed_task(task.name)
+    if here is None:
+        notes.append(f"{task.name}: not an installed task; its version is not compared")
+        return []
     found = []
-    if installed:
-        here = installed_task(task.name)
-        if here is None:
-            notes.append(f"{task.name}: not an installed task; its version is not compared")
-        else:
-            if task.premise_sha256 is not None and task.premise_sha256 != here.premise_sha256:
-                found.append(
-                    Finding(
-                        where,
-                        "its premise_sha256 differs from the installed "
-                        f"task's ({here.premise_sha256[:8]}): another domain "
-                        "premise or reference contexts were scored",
-                    )
-                )
-            if task.version and here.version and task.version != here.version:
-                found.append(
-                    Finding(
-                        where,
-                        f"version {task.version} differs from the installed task's {here.version}",
-                    )
-                )
-    if task.data_files is None:
+    if task.premise_sha256 is not None and task.premise_sha256 != here.premise_sha256:
         found.append(
             Finding(
                 where,
-                "the results record no data digests (made before the "
-                "plugin recorded them); rerun to verify the data",
+                "its premise_sha256 differs from the installed "
+                f"task's ({here.premise_sha256[:8]}): another domain "
+                "premise or reference contexts were scored",
             )
         )
-        return found
-    from lm_eval_dcpmi.data.digests import sha256_of
-    from lm_eval_dcpmi.data.loaders import locate
-
-    root = data_dir or task.config.get("metadata", {}).get("data_dir")
-    for file, digest in task.data_files.items():
-        try:
-            path = locate(file, root if root and os.path.isdir(str(root)) else None, folder=None)
-        except DCPMIError as error:
-            found.append(Finding(where, f"data file {file}: {error}"))
-            continue
-        if sha256_of(path) != digest:
-            found.append(
-                Finding(
-                    where,
-                    f"data file {file} ({path}) has sha256 "
-                    f"{sha256_of(path)[:16]}..., but the run read "
-                    f"{digest[:16]}...: other data",
-                )
+    if task.version and here.version and task.version != here.version:
+        found.append(
+            Finding(
+                where, f"version {task.version} differs from the installed task's {here.version}"
             )
+        )
     return found
 
 
 def summary(checked: Iterable[Checked]) -> list[str]:
-    """One line per task recomputed."""
+    """One line per task rebuilt and recomputed."""
     lines = []
     for result in checked:
         for task, means in result.tasks.items():
             shown = ", ".join(f"{m} {100 * v:.1f}" for m, v in means.items() if not math.isnan(v))
-            lines.append(f"{task}: {result.documents[task]} documents recomputed ({shown})")
+            n, split = result.documents[task], result.split.get(task)
+            of = f" of {split}" if split is not None and split != n else ""
+            lines.append(f"{task}: {n}{of} documents rebuilt and recomputed ({shown})")
     return lines

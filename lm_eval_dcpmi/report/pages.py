@@ -18,9 +18,10 @@ of every run in the set (a mean row, a time column when the file has
 gives a placeholder saying where to put one. Adding a run is: put its results file into
 ``docs/results/<set>/``, run this script, commit. ``--add RESULTS_FILE --set NAME`` does the
 first step for a run with ``--log_samples``: it copies the results file and writes each
-samples file beside it as ``samples_<task>_<date>.jsonl.gz`` trimmed to what the report's
-intervals and paired tests read (doc_id, filter, target and each metric's
-per-document value; a full run's untrimmed samples are ~1 GB of prompts). ``--join FOLDER
+samples file beside it as ``samples_<task>_<date>.jsonl.gz`` compacted (``compact_sample``:
+doc_id, filter, target, each metric's per-document value and each request's loglikelihood
+and is-greedy flag; the prompts are left out, ~1 GB for a full run, since ``dcpmi verify``
+builds them again from the data). ``--join FOLDER
 --set NAME`` does it for a split scored in parts (``scripts/score_parts.py``): one results
 file of the whole split, its metrics recomputed from the parts' per-document values.
 
@@ -42,6 +43,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.leaderboard.portable import portable_results, read_json, write_json
@@ -69,6 +71,22 @@ def kept(key: str) -> bool:
         return True
     metric = None if key.endswith("_stderr") else scoring.metric_named(key)
     return metric is not None and metric.kind == "accuracy"
+
+
+def _answer(response: Any) -> list[Any]:
+    """One request's answer ``[loglikelihood, is_greedy]`` as numbers (JSONL logs strings)."""
+    ll, greedy = response
+    return [float(ll), greedy in (True, "True", "true", 1, "1")]
+
+
+def compact_sample(sample: dict[str, Any]) -> dict[str, Any]:
+    """A sample as the committed results keep it: its identity, every per-document metric
+    value (``kept``) and each request's answer, in request order (``filtered_resps``: what
+    ``dcpmi verify`` recomputes from, on the requests it builds again from the data)."""
+    compact = {key: value for key, value in sample.items() if kept(key)}
+    if sample.get("filtered_resps"):
+        compact["filtered_resps"] = [_answer(r) for r in sample["filtered_resps"]]
+    return compact
 
 
 OUTPUTS = ("report.md", "report.csv", "summary.md", "summary.csv", "intervals.csv", "*.png")
@@ -141,9 +159,7 @@ def add_run(
         with samples.open(encoding="utf-8") as lines, gzip.GzipFile(out, "wb", mtime=0) as gz:
             for line in lines:
                 if line.strip():
-                    sample = json.loads(line)
-                    trimmed = {key: value for key, value in sample.items() if kept(key)}
-                    gz.write((json.dumps(trimmed) + "\n").encode("utf-8"))
+                    gz.write((json.dumps(compact_sample(json.loads(line))) + "\n").encode("utf-8"))
         written.append(out)
     return written
 

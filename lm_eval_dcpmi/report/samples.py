@@ -99,7 +99,8 @@ def task_layout(config: Mapping[str, Any] | None) -> Layout:
     return Layout(("domain", *names), free)
 
 
-def _pairs(arguments: Any) -> list[tuple[str, str]]:
+def request_pairs(arguments: Any) -> list[tuple[str, str]]:
+    """A sample's requests as (context, continuation) pairs, from either form it is logged in."""
     if isinstance(arguments, Mapping):  # the JSONL form: gen_args_<i> -> {arg_0, arg_1}
         keys = sorted(arguments, key=lambda k: int(str(k).rpartition("_")[2]))
         return [(arguments[k]["arg_0"], arguments[k]["arg_1"]) for k in keys]
@@ -128,7 +129,7 @@ def document_options(
 ) -> DocumentOptions:
     """The options of one DC-PMI sample; ``ReportError`` (naming ``where``) when its requests
     are not the layout's blocks scoring the same options."""
-    pairs = _pairs(sample.get("arguments") or [])
+    pairs = request_pairs(sample.get("arguments") or [])
     responses = sample.get("filtered_resps") or []
     doc_id = sample.get("doc_id")
     if not pairs or len(responses) != len(pairs):
@@ -181,7 +182,7 @@ def digest_mismatch(sample: Mapping[str, Any]) -> str | None:
     prompt_hash, arguments = sample.get("prompt_hash"), sample.get("arguments")
     if isinstance(prompt_hash, str) and arguments:
         try:
-            context = _pairs(arguments)[0][0]
+            context = request_pairs(arguments)[0][0]
         except (KeyError, TypeError, ValueError, IndexError):
             return None
         if hashlib.sha256(str(context).encode("utf-8")).hexdigest() != prompt_hash:
@@ -196,7 +197,7 @@ def domain_contexts(sample: Mapping[str, Any], layout: Layout = DEFAULT) -> list
     if not arguments:
         return None
     try:
-        pairs = _pairs(arguments)
+        pairs = request_pairs(arguments)
         n_options, carrier = layout.n_options([option for _context, option in pairs])
         return [context for context, _option in layout.blocks(pairs, n_options, carrier).domain]
     except (KeyError, TypeError, ValueError, IndexError):
