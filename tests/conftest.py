@@ -22,7 +22,10 @@ import pytest
 from helpers import (
     E2E_TASKS,
     MISSING_DATA,
+    SHARDED_RUNS,
+    SHARDED_TASK,
     SHARED_DATA,
+    dcpmi_once,
     embedded_model_args,
     lm_eval_once,
 )
@@ -50,10 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # The fixtures that load the embedded model or read the evaluation data (each fixture that
 # builds on one, e.g. `prefix_lm` on `hf_lm`, counts too): no test of the fast tier uses one.
-NOT_FAST = {"hf_lm", "lm_eval_run", "task_manager", "data_dir"}
+NOT_FAST = {"hf_lm", "lm_eval_run", "task_manager", "data_dir", "shard_runs"}
 # The fixtures that load the embedded model: a test using one is marked `model`, and the
 # other lm-eval releases run it only when it is marked `api` too (helpers.OTHER_RELEASES).
-MODEL_FIXTURES = {"hf_lm", "lm_eval_run", "studies_run"}
+MODEL_FIXTURES = {"hf_lm", "lm_eval_run", "studies_run", "shard_runs"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -126,3 +129,14 @@ class LmEvalRun:
 @pytest.fixture(scope="session")
 def lm_eval_run(tmp_path_factory, data_dir) -> LmEvalRun:
     return LmEvalRun(*lm_eval_once(tmp_path_factory, "lm_eval_run", E2E_TASKS))
+
+
+@pytest.fixture(scope="session")
+def shard_runs(tmp_path_factory, data_dir) -> dict[str, Path]:
+    """``dcpmi run --tasks dcpmi_cb`` whole and in 2 and 3 shards (helpers.SHARDED_RUNS):
+    name -> its output folder."""
+    base = ["--model", "hf", "--batch_size", "1", "--tasks", SHARDED_TASK]
+    return {
+        name: dcpmi_once(tmp_path_factory, f"shards_{name}", [*base, *extra])
+        for name, extra in SHARDED_RUNS.items()
+    }

@@ -196,13 +196,11 @@ def generic_pairs() -> list[tuple[str, str]]:
     ]
 
 
-def lm_eval_once(
-    tmp_path_factory, name: str, tasks: str, limit: int = E2E_LIMIT
-) -> tuple[Path, str]:
-    """The real ``lm_eval`` CLI on the embedded model (``tasks``, ``limit`` documents each,
-    samples logged) run once per test session: under pytest-xdist the first worker to ask
-    runs it, the others wait on a lock in the temporary folder the workers share and read
-    its output. Returns the output folder and the command's stdout."""
+def run_once(tmp_path_factory, name: str, command: list[str]) -> tuple[Path, str]:
+    """``command`` (its output folder appended as ``--output_path``) run once per test
+    session: under pytest-xdist the first worker to ask runs it, the others wait on a lock
+    in the temporary folder the workers share and read its output. Returns the output
+    folder and the command's stdout."""
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent
@@ -210,24 +208,67 @@ def lm_eval_once(
     with open(root / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not outcome.exists():
-            command = [
-                str(Path(sys.executable).with_name("lm_eval")),
-                "--model", "hf",
-                "--model_args", embedded_model_args_string(),
-                "--device", "cpu",
-                "--batch_size", "8",
-                "--tasks", tasks,
-                "--limit", str(limit),
-                "--log_samples",
-                "--output_path", str(output_dir),
-            ]  # fmt: skip
-            completed = subprocess.run(command, capture_output=True, text=True, timeout=1200)
+            full = [*command, "--output_path", str(output_dir)]
+            completed = subprocess.run(full, capture_output=True, text=True, timeout=1200)
             run = {"returncode": completed.returncode, "stdout": completed.stdout,
                    "stderr": completed.stderr}  # fmt: skip
             outcome.write_text(json.dumps(run))
     run = json.loads(outcome.read_text())
     assert run["returncode"] == 0, run["stderr"][-4000:]
     return output_dir, run["stdout"]
+
+
+def lm_eval_once(
+    tmp_path_factory, name: str, tasks: str, limit: int = E2E_LIMIT
+) -> tuple[Path, str]:
+    """The real ``lm_eval`` CLI on the embedded model (``tasks``, ``limit`` documents each,
+    samples logged), run once per test session (``run_once``)."""
+    command = [
+        str(Path(sys.executable).with_name("lm_eval")),
+        "--model", "hf",
+        "--model_args", embedded_model_args_string(),
+        "--device", "cpu",
+        "--batch_size", "8",
+        "--tasks", tasks,
+        "--limit", str(limit),
+        "--log_samples",
+    ]  # fmt: skip
+    return run_once(tmp_path_factory, name, command)
+
+
+# The shards tests' task: small (56 documents), with CC's content-free requests and BC.
+SHARDED_TASK = "dcpmi_cb"
+# Each shard and the unsharded run: the `hf` model one request at a time, so that a request
+# gets the same loglikelihood in every run (batches of other sizes could differ in the last
+# bits); samples logged.
+SHARDED_RUNS = {"whole": [], **{f"{k}of{n}": ["--shard", f"{k}/{n}"] for n in (2, 3)
+                                for k in range(1, n + 1)}}  # fmt: skip
+
+
+def dcpmi_once(tmp_path_factory, name: str, args: list[str]) -> Path:
+    """``dcpmi run ARGS --log_samples`` on the embedded model, once per test session."""
+    command = [str(Path(sys.executable).with_name("dcpmi")), "run", *args, "--log_samples"]
+    return run_once(tmp_path_factory, name, command)[0]
+
+
+def tiny_model(folder: Path, model_type: str = "llama", seed: int = 0, **config) -> Path:
+    """A random-weight model of ``model_type`` (transformers' config for it, 2 layers of
+    64), with the embedded model's tokenizer, saved in ``folder``: a real architecture in
+    seconds, with no download."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir(), gguf_file=GGUF_FILE)
+    settings = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 128,
+                "max_position_embeddings": 2048, "vocab_size": len(tokenizer),
+                "bos_token_id": tokenizer.bos_token_id, "eos_token_id": tokenizer.eos_token_id,
+                **config}  # fmt: skip
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **settings))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
 
 
 class ForwardTokens:

@@ -31,3 +31,26 @@ def resolve_max_length(config: Any, tokenizer: Any) -> int:
         unset = length is None or length == 1000000000000000019884624838656  # "infinity"
         return 2048 if unset else int(length)
     return int(lm_evals(config, tokenizer))
+
+
+def load_model(name: str, model_args: dict[str, Any], **settings: Any) -> Any:
+    """lm-eval's model ``name`` built from ``model_args`` (and ``device``, ``batch_size``),
+    as ``simple_evaluate`` builds it from a model name: 0.4's ``get_model(name)``
+    (``lm_eval/api/registry.py``) and the class's ``create_from_arg_obj``."""
+    from lm_eval.api.registry import get_model
+
+    return get_model(name).create_from_arg_obj(
+        dict(model_args), {k: v for k, v in settings.items() if v is not None}
+    )
+
+
+def loglikelihoods(lm: Any, requests: list[tuple[str, str]]) -> list[float]:
+    """The model's loglikelihood of each (context, continuation), scored as a run scores
+    them: lm-eval ``Instance`` requests through ``lm.loglikelihood``."""
+    from lm_eval.api.instance import Instance
+
+    instances = [
+        Instance(request_type="loglikelihood", doc={}, arguments=pair, idx=i)
+        for i, pair in enumerate(requests)
+    ]
+    return [float(answer[0]) for answer in lm.loglikelihood(instances)]

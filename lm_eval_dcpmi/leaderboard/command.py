@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard.rescore import DEFAULT_TOLERANCE
 
 EXPORT_DESCRIPTION = """\
 Writes lm-eval results files of DC-PMI tasks (files, or --output_path folders) in a
@@ -139,6 +140,32 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="a folder of task YAMLs that are not installed (your own tasks; repeatable)",
     )
+    rescoring = parser.add_argument_group(
+        "rescoring", "score documents again with the model the results name (--rescore)"
+    )
+    rescoring.add_argument(
+        "--rescore",
+        metavar="N",
+        help="score N documents of each task again (all: every one) and compare each "
+        "request's loglikelihood with the logged one",
+    )
+    rescoring.add_argument(
+        "--seed",
+        type=int,
+        help="the seed the documents are drawn with (default: a new one, printed)",
+    )
+    rescoring.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        help=f"largest |loglikelihood difference| accepted (default {DEFAULT_TOLERANCE:g})",
+    )
+    rescoring.add_argument("--model", help="lm-eval's model to score with (default: the run's)")
+    rescoring.add_argument(
+        "--model_args", help="its arguments, a=b,c=d (default: the model the results name)"
+    )
+    rescoring.add_argument("--device", help="e.g. cuda:0 (default cpu)")
+    rescoring.add_argument("--batch_size", type=int, default=8)
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -177,10 +204,22 @@ def run_export(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    import secrets
+
+    from lm_eval_dcpmi.leaderboard.rescore import RescoreOptions, parse_count
     from lm_eval_dcpmi.leaderboard.verify import VerifyOptions, summary, verify
 
-    options = VerifyOptions(args.tokenizer, args.data_dir, tuple(args.include_path))
     try:
+        rescore = None
+        if args.rescore is not None:
+            seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+            rescore = RescoreOptions(
+                parse_count(args.rescore), seed, args.tolerance, args.model, args.model_args,
+                args.device, args.batch_size,
+            )  # fmt: skip
+        options = VerifyOptions(
+            args.tokenizer, args.data_dir, tuple(args.include_path), True, rescore
+        )
         checked, findings = verify(args.results, options)
     except DCPMIError as error:
         print(f"dcpmi verify: {error}", file=sys.stderr)
@@ -190,6 +229,8 @@ def run_verify(args: argparse.Namespace) -> int:
     for result in checked:
         for note in result.notes:
             print(f"note: {note}")
+        for line in result.rescored:
+            print(line)
     if findings:
         for finding in findings:
             print(f"dcpmi verify: {finding}", file=sys.stderr)
@@ -197,8 +238,9 @@ def run_verify(args: argparse.Namespace) -> int:
         return 1
     files = len(checked)
     tasks = sum(len(c.tasks) for c in checked)
+    rescored = " and the drawn documents rescored within the tolerance" if args.rescore else ""
     print(
         f"verified: {files} results file(s), {tasks} task(s); every document and request "
-        "rebuilt from the data, every number recomputes."
+        f"rebuilt from the data, every number recomputes{rescored}."
     )
     return 0

@@ -19,6 +19,7 @@ task folder ``task_configs``, the working directory ``.``, any other absolute pa
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import re
@@ -38,6 +39,8 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 _SNAPSHOT = re.compile(r"models--(?P<org>[^/]+?)--(?P<name>[^/]+)/snapshots/(?P<rev>[0-9a-f]+)")
 LOCAL = "<local>"  # what stands for a folder of the running machine
 NO_PRETRAINED = "no pretrained model argument"
+# lm-eval's model that returns random numbers: its runs are no model's results.
+RANDOM_MODELS = ("dummy",)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,15 @@ def check_hub_id(model_id: str, option: str = "--model_id") -> str:
             f"{EMBEDDED_ID}), not a path or a bare name."
         )
     return model_id
+
+
+@functools.cache
+def installed_embedded_sha256() -> str | None:
+    """The sha256 of the installed embedded model's file; None when it is not installed."""
+    try:
+        return file_sha256(Path(embedded.model_dir()) / embedded.GGUF_FILE)
+    except embedded.EmbeddedModelMissing:
+        return None
 
 
 def _embedded_dir() -> Path | None:

@@ -159,11 +159,12 @@ def _task_of(run: ShardRun, name: str) -> ShardTask:
             f"{run}: no samples file of {name} beside its results file; score the shards "
             "with --log_samples (merge recomputes every number from the samples)."
         )
-    where = f"{run} ({name})"
+    where = f"shard {run.shard} ({task.samples_file})"
     try:
         samples = task_samples(task.samples_file, where)
     except ReportError as error:
-        raise DCPMIError(str(error)) from None
+        text = str(error)
+        raise DCPMIError(text if text.startswith(where) else f"shard {run.shard}: {text}") from None
     if task.n_total is None:
         raise DCPMIError(f"{where}: its results record no split size (n-samples original).")
     ids = [s.get("doc_id") for s in samples]

@@ -25,7 +25,6 @@ relabelled) is ``rescore``'s job: ``dcpmi verify --rescore N``.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard.identity import (
+    EMBEDDED_ID,
+    RANDOM_MODELS,
+    installed_embedded_sha256,
+)
 from lm_eval_dcpmi.leaderboard.rebuild import RebuiltTask, build_options, rebuild_task
 from lm_eval_dcpmi.leaderboard.recompute import (
     Finding,
@@ -42,6 +46,12 @@ from lm_eval_dcpmi.leaderboard.recompute import (
     number,
     score_documents,
     task_samples,
+)
+from lm_eval_dcpmi.leaderboard.rescore import (
+    RescoreOptions,
+    TaskToRescore,
+    logged_loglikelihoods,
+    rescore,
 )
 from lm_eval_dcpmi.leaderboard.submission import (
     Submission,
@@ -56,8 +66,6 @@ from lm_eval_dcpmi.rules import scoring
 
 # Beyond this many documents with the same kind of difference, one line counts the rest.
 SHOWN = 5
-# lm-eval's model that returns random numbers: its runs are no model's results.
-RANDOM_MODELS = ("dummy",)
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ class VerifyOptions:
     data_dir: str | None = None  # the data folder (default $DCPMI_DATA_DIR)
     include_path: tuple[str, ...] = ()  # folders of task YAMLs that are not installed
     installed: bool = True  # compare versions and premises with the installed tasks
+    rescore: RescoreOptions | None = None  # score documents again with the named model
 
 
 @dataclass
@@ -77,6 +86,8 @@ class Checked:
     documents: dict[str, int] = field(default_factory=dict)  # task -> documents recomputed
     split: dict[str, int] = field(default_factory=dict)  # task -> documents in its split
     notes: list[str] = field(default_factory=list)
+    to_rescore: list[TaskToRescore] = field(default_factory=list)
+    rescored: list[str] = field(default_factory=list)  # what --rescore covered
 
 
 def verify(
@@ -93,9 +104,14 @@ def verify(
         )
     checked, findings = [], []
     for path in results_files(paths):
-        result, found = verify_submission(read_submission(path), options)
+        submission = read_submission(path)
+        result, found = verify_submission(submission, options)
         checked.append(result)
         findings += found
+        if options.rescore is not None and result.to_rescore:
+            lines, found = rescore(submission, result.to_rescore, options.rescore)
+            result.rescored += lines
+            findings += found
     return checked, findings
 
 
@@ -118,21 +134,8 @@ def verify_submission(
 # ---------------------------------------------------------------- the model and the values
 
 
-@functools.cache
-def _installed_embedded_sha256() -> str | None:
-    from lm_eval_dcpmi import embedded
-    from lm_eval_dcpmi.data.digests import file_sha256
-
-    try:
-        return file_sha256(Path(embedded.model_dir()) / embedded.GGUF_FILE)
-    except embedded.EmbeddedModelMissing:
-        return None
-
-
 def model_findings(submission: Submission) -> list[Finding]:
     """A results file whose model cannot have made its numbers under the name it gives."""
-    from lm_eval_dcpmi.leaderboard.identity import EMBEDDED_ID
-
     found = []
     where = str(submission.path)
     config = (
@@ -150,7 +153,7 @@ def model_findings(submission: Submission) -> list[Finding]:
         )
     model = submission.model
     if model.id == EMBEDDED_ID and model.file_sha256:
-        installed = _installed_embedded_sha256()
+        installed = installed_embedded_sha256()
         if installed is not None and installed != model.file_sha256:
             found.append(
                 Finding(
@@ -261,6 +264,15 @@ def verify_task(
         findings += _against_results(submission, task, metric, means[metric], stderr)
     checked.tasks[task.name] = means
     checked.documents[task.name] = len(scored)
+    if options.rescore is not None:
+        checked.to_rescore.append(
+            TaskToRescore(
+                task.name,
+                where,
+                {int(s["doc_id"]): s["arguments"] for s in rebuilt_samples},
+                {int(s["doc_id"]): logged_loglikelihoods(s) for s in rebuilt_samples},
+            )
+        )
     return findings
 
 

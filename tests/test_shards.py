@@ -1,0 +1,245 @@
+"""`dcpmi run --shard K/N` and `dcpmi merge`: shards that join into exactly the unsharded run.
+
+The fast tests check the shares and the option's errors. The others use the real runs of
+``conftest.shard_runs`` (CB, 56 documents with CC and BC: whole, in 2 shards and in 3) and
+hand-edited copies of them for every shard `merge` must refuse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import SHARDED_TASK
+
+from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi.command.shards import Shard, parse_shard, refuse_with, shard_samples, split_shard
+from lm_eval_dcpmi.errors import DCPMIError
+
+# ------------------------------------------------------------------ the shares
+
+
+@pytest.mark.fast
+def test_shard_k_of_n_holds_every_nth_document_from_k_minus_1():
+    assert Shard(1, 3).indices(10) == [0, 3, 6, 9]
+    assert Shard(2, 3).indices(10) == [1, 4, 7]
+    assert Shard(3, 3).indices(10) == [2, 5, 8]
+    shares = [Shard(k, 4).indices(10_042) for k in range(1, 5)]
+    assert sorted(i for share in shares for i in share) == list(range(10_042))  # once each
+    assert [len(s) for s in shares] == [2511, 2511, 2510, 2510]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("value", ["0/4", "5/4", "1/0", "2", "a/b", "-1/4", "1/4/2", ""])
+def test_a_shard_that_is_not_k_of_n_is_refused(value):
+    with pytest.raises(DCPMIError, match=r"give K/N, shard K of N with 1 <= K <= N"):
+        parse_shard(value)
+
+
+@pytest.mark.fast
+def test_the_shard_option_is_taken_out_of_the_command_line():
+    assert split_shard(["--tasks", "x", "--shard", "2/4", "--log_samples"]) == (
+        Shard(2, 4),
+        ["--tasks", "x", "--log_samples"],
+    )
+    assert split_shard(["--shard=1/2"]) == (Shard(1, 2), [])
+    with pytest.raises(DCPMIError, match="given twice"):
+        split_shard(["--shard", "1/2", "--shard", "2/2"])
+
+
+@pytest.mark.fast
+def test_a_shard_is_not_combined_with_limit_samples_or_quick_nor_emptier_than_one_document():
+    with pytest.raises(DCPMIError, match="cannot be combined with --limit; drop one"):
+        refuse_with(Shard(1, 2), {"--limit": 10, "--samples": None})
+    assert shard_samples({"a": 5, "b": 3}, Shard(3, 3)) == {"a": [2], "b": [2]}
+    with pytest.raises(DCPMIError, match="b has 3 document.s., fewer than 4 shards"):
+        shard_samples({"a": 5, "b": 3}, Shard(4, 4))
+
+
+# ------------------------------------------------------------------ merging real shards
+
+
+def _results(folder: Path) -> tuple[Path, dict]:
+    (path,) = folder.rglob("results_*.json")
+    return path, json.loads(path.read_text())
+
+
+def _samples(folder: Path) -> list[dict]:
+    (path,) = folder.rglob(f"samples_{SHARDED_TASK}_*.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def merge(capsys, *args) -> tuple[int, str, str]:
+    status = cli.main(["merge", *map(str, args)])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 3])
+def test_shards_merge_into_exactly_the_unsharded_run(shard_runs, tmp_path, capsys, n):
+    shards = [shard_runs[f"{k}of{n}"] for k in range(n, 0, -1)]  # any order
+    status, out, err = merge(capsys, *shards, "--out", tmp_path / "merged")
+    assert status == 0, err
+    merged, whole = tmp_path / "merged", shard_runs["whole"]
+    (_path, got), (_w, want) = _results(merged), _results(whole)
+    # every metric, standard error and count (CC with document 0's content-free scores,
+    # BC over all 56 documents), to the last bit
+    assert got["results"] == want["results"]
+    assert (
+        got["n-samples"] == want["n-samples"] == {SHARDED_TASK: {"original": 56, "effective": 56}}
+    )
+    assert got["task_hashes"] == want["task_hashes"]
+    assert got["dcpmi"]["merged"]["shards"] == n and "shard" not in got["dcpmi"]
+    # the samples file line for line, the content-free requests on document 0 only
+    assert _samples(merged) == _samples(whole)
+    assert len(_samples(merged)[0]["arguments"]) == 3 * 2 + 3 * 3  # CB: 3 options
+    assert all(len(s["arguments"]) == 6 for s in _samples(merged)[1:])
+    status, out, err = verify(capsys, merged)
+    assert status == 0, err
+    assert f"{SHARDED_TASK}: 56 documents rebuilt and recomputed" in out
+
+
+def verify(capsys, *args) -> tuple[int, str, str]:
+    status = cli.main(["verify", *map(str, args)])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.slow
+def test_a_shard_verifies_on_its_own_as_a_partial_run(shard_runs, capsys):
+    status, out, err = verify(capsys, shard_runs["2of3"])
+    assert status == 0, err
+    assert f"{SHARDED_TASK}: 19 of 56 documents rebuilt and recomputed" in out
+
+
+def _copy(shard_runs: dict[str, Path], tmp_path: Path, *names: str) -> list[Path]:
+    copies = []
+    for name in names:
+        target = tmp_path / name
+        shutil.copytree(shard_runs[name], target)
+        copies.append(target)
+    return copies
+
+
+def _edit_results(folder: Path, edit) -> None:
+    path, data = _results(folder)
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def _edit_samples(folder: Path, edit) -> None:
+    (path,) = folder.rglob(f"samples_{SHARDED_TASK}_*.jsonl")
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    edit(lines)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def _refused(capsys, folders, out: Path, *parts: str) -> None:
+    status, _out, err = merge(capsys, *folders, "--out", out)
+    assert status == 2, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("dcpmi merge: ")
+    for part in parts:
+        assert part in line, line
+    assert not out.exists()  # nothing left behind
+
+
+def _set(keys, value):
+    def edit(data):
+        for key in keys[:-1]:
+            data = data[key]
+        data[keys[-1]] = value
+
+    return edit
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("keys", "value", "what"),
+    [
+        (("git_hash",), "0000000", "the commit (git_hash) differs"),
+        (("dcpmi", "model", "id"), "EleutherAI/pythia-160m", "the model's identity"),
+        (("lm_eval_version",), "0.4.12", "the lm-eval version"),
+        (("configs", SHARDED_TASK, "metadata", "domain_premise"), "x", "the task configs"),
+    ],
+)
+def test_merge_refuses_shards_of_another_run(shard_runs, tmp_path, capsys, keys, value, what):
+    one, two = _copy(shard_runs, tmp_path, "1of2", "2of2")
+    _edit_results(two, _set(keys, value))
+    _refused(
+        capsys, [one, two], tmp_path / "out", "shard 2/2 (", "not the same run as shard 1/2", what
+    )
+
+
+@pytest.mark.slow
+def test_merge_refuses_overlaps_gaps_and_marks_an_allowed_partial(shard_runs, tmp_path, capsys):
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
+    _refused(capsys, [one, two, two], tmp_path / "a", "both shard 2/3", "overlap")
+    _refused(capsys, [one, three], tmp_path / "b", "shard 2/3 missing", "--allow-partial")
+    status, _out, err = merge(capsys, one, three, "--out", tmp_path / "c", "--allow-partial")
+    assert status == 0, err
+    _path, data = _results(tmp_path / "c")
+    assert data["dcpmi"]["merged"]["partial"] is True
+    assert data["dcpmi"]["merged"]["missing"] == ["2/3"]
+    assert data["n-samples"][SHARDED_TASK] == {"original": 56, "effective": 19 + 18}
+    status, out, err = verify(capsys, tmp_path / "c")
+    assert status == 0, err
+    assert "37 of 56 documents" in out
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_shard_without_samples_or_with_corrupt_values(shard_runs, tmp_path, capsys):
+    one, two = _copy(shard_runs, tmp_path, "1of2", "2of2")
+    (samples,) = two.rglob("samples_*.jsonl")
+    saved = samples.read_bytes()
+    samples.unlink()
+    _refused(
+        capsys,
+        [one, two],
+        tmp_path / "a",
+        "shard 2/2",
+        "no samples file of dcpmi_cb",
+        "--log_samples",
+    )
+    samples.write_bytes(saved)
+
+    def every_dcpmi_right(lines):
+        for line in lines:
+            line["acc_dcpmi"] = 1.0
+
+    _edit_samples(two, every_dcpmi_right)
+    _refused(capsys, [one, two], tmp_path / "b", "acc_dcpmi recomputes to 0", "corrupt")
+    samples.write_bytes(saved)
+    _edit_samples(two, lambda lines: lines[0].update(acc=250.0))
+    _refused(capsys, [one, two], tmp_path / "c", "doc 1: acc recomputes to", "250.0", "corrupt")
+    samples.write_bytes(saved)
+    _edit_samples(two, lambda lines: lines[0].update(truncated=250.0))
+    _refused(capsys, [one, two], tmp_path / "d", "doc 1: truncated is 250.0", "corrupt")
+    samples.write_bytes(saved[: len(saved) // 2])  # a truncated file
+    _refused(capsys, [one, two], tmp_path / "e", "samples_dcpmi_cb", "shard 2/2")
+    samples.write_bytes(saved)
+    _edit_samples(two, lambda lines: lines.pop(3))  # a document dropped
+    _refused(capsys, [one, two], tmp_path / "f", "not this shard's", "(27)")
+
+
+@pytest.mark.slow
+def test_merge_refuses_what_is_not_a_shard_and_an_out_folder_with_results(
+    shard_runs, tmp_path, capsys
+):
+    one, two, whole = _copy(shard_runs, tmp_path, "1of2", "2of2", "whole")
+    _refused(capsys, [one, whole], tmp_path / "a", "not a shard", "dcpmi run --shard K/N")
+    status, _out, err = merge(capsys, one, two, "--out", whole)
+    assert status == 2 and "holds results files already" in err
+
+
+@pytest.mark.slow
+def test_shard_results_keep_the_umask_mode(shard_runs):
+    (path,) = shard_runs["1of2"].rglob("results_*.json")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
