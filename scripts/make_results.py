@@ -3,7 +3,6 @@
     .venv/bin/python scripts/make_results.py           # rewrite them
     .venv/bin/python scripts/make_results.py --check   # exit 1, naming what is stale
     .venv/bin/python scripts/make_results.py --add RESULTS_FILE --set NAME   # add a run first
-    .venv/bin/python scripts/make_results.py --join docs/parts/TASK --set NAME  # a split's parts
 
 What each option does, and where the inputs and outputs are: lm_eval_dcpmi/report/pages.py.
 """

@@ -1,144 +1,98 @@
-"""Score one task's full split in parts that survive the session: each part is its own
-``dcpmi run --samples`` and lands in ``docs/parts/<task>/`` as soon as it ends.
+"""Score tasks in shards that survive the session, then merge them into one run.
 
     DCPMI_DATA_DIR=../shared/data .venv/bin/python scripts/score_parts.py \\
-        --task dcpmi_hellaswag --parts 8
+        --tasks dcpmi_hellaswag --shards 4 --folder out/hellaswag -- --model hf-prefix
 
-A part is a contiguous range of document indices (part ``i`` of ``N``: documents
-``i*n//N`` to ``(i+1)*n//N - 1``). Parts already in the folder are skipped, so running
-the same command again resumes where the last one stopped (commit the folder between
-sessions: the answer cache does not travel). Score every part of a split with the same
-commit (each part records it): lm-eval records the task's config, loaders' source
-included, and parts whose configs differ do not join. Each part's results file records its range,
-its wall time (model load included) and the machine (``dcpmi_part``); its samples are
-trimmed as ``make_results.py --add`` trims them. When every part is there,
-``make_results.py --join docs/parts/<task> --set full`` writes one results file of the
-whole split.
-
-Give the run the machine alone: its times go into the suite's benchmark.
+A thin caller of the plugin's own mechanism: shard K is ``dcpmi run --shard K/N
+--log_samples`` (every option after ``--`` too) with ``--output_path FOLDER/shard-K-of-N``,
+written into a temporary folder beside it and renamed into place only when the run ends
+well, so a shard folder that is there is whole. Shards already there are skipped: the same
+command resumes. When all N are there, ``dcpmi merge`` joins them into ``FOLDER/merged``
+(``--no-merge``: not yet). SIGTERM or Ctrl-C stops the running ``dcpmi run`` with it (the
+child is sent the same signal and waited for) and removes its temporary folder: exit
+status 143 or 130, nothing left behind.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
+import shutil
+import signal
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
-from lm_eval_dcpmi.leaderboard.portable import read_json, write_json
-from lm_eval_dcpmi.report import pages
-
-ROOT = Path(__file__).resolve().parents[1]
+DCPMI = str(Path(sys.executable).with_name("dcpmi"))
 
 
-def part_range(index: int, parts: int, documents: int) -> range:
-    """Part ``index`` (0-based) of ``parts`` contiguous parts of ``documents``."""
-    return range(index * documents // parts, (index + 1) * documents // parts)
+def shard_folder(folder: Path, index: int, count: int) -> Path:
+    return folder / f"shard-{index}-of-{count}"
 
 
-def parts_done(folder: Path, task: str) -> dict[int, Path]:
-    """The parts (index: results file) already in ``folder``."""
-    done: dict[int, Path] = {}
-    for path in sorted(folder.glob("results_*.json")):
-        part = read_json(path).get("dcpmi_part") or {}
-        if part.get("task") == task:
-            done[int(part["index"])] = path
-    return done
+def run_child(command: list[str], temporary: Path) -> int:
+    """``command`` as a child that stops when this process is told to stop."""
+    child = subprocess.Popen(command)
 
+    def stop(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+        child.wait()
+        shutil.rmtree(temporary, ignore_errors=True)
+        print(f"score_parts: stopped by {signal.Signals(signum).name}; {temporary} removed.",
+              file=sys.stderr)  # fmt: skip
+        raise SystemExit(128 + signum)
 
-def code() -> dict[str, Any]:
-    """The commit the part is scored with, and whether the tree had changes: parts of one
-    split join only when their results files agree, and the task configs lm-eval records
-    hold the loaders' source."""
-
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    return {"commit": git("rev-parse", "HEAD"), "changed": bool(git("status", "--porcelain"))}
-
-
-def machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "load_average": list(os.getloadavg())}
-
-
-def score_part(args: argparse.Namespace, index: int, documents: int, folder: Path) -> Path:
-    indices = list(part_range(index, args.parts, documents))
-    with tempfile.TemporaryDirectory(prefix="dcpmi-part-") as tmp:
-        samples = Path(tmp) / "samples.json"
-        samples.write_text(json.dumps({args.task: indices}))
-        before = machine()
-        start = time.perf_counter()
-        command = [
-            str(Path(sys.executable).parent / "dcpmi"), "run", "--model", args.model,
-            "--tasks", args.task, "--samples", str(samples), "--log_samples",
-            "--output_path", str(Path(tmp) / "out"), *args.extra,
-        ]  # fmt: skip
-        subprocess.run(command, check=True)
-        seconds = time.perf_counter() - start
-        (results,) = Path(tmp, "out").rglob("results_*.json")
-        written = pages.add_run(results, "unused", root=Path(tmp) / "added")
-        data = read_json(written[0])
-        original = data["n-samples"][args.task]["original"]
-        if original != documents:
-            raise SystemExit(
-                f"{args.task} has {original} documents, not --documents {documents}: "
-                f"rerun with --documents {original} (parts of another size would not join)."
-            )
-        data["dcpmi_part"] = {
-            "task": args.task,
-            "index": index,
-            "parts": args.parts,
-            "first": indices[0],
-            "last": indices[-1],
-            "documents": documents,
-            "wall_seconds": round(seconds, 1),
-            "before": before,
-            "after": machine(),
-            "code": code(),
-            "command": " ".join(command[1:])
-            .replace(str(samples), "<part's --samples file>")
-            .replace(tmp, "<tmp>"),
-        }
-        folder.mkdir(parents=True, exist_ok=True)
-        write_json(folder / written[0].name, data)
-        for path in written[1:]:
-            (folder / path.name).write_bytes(path.read_bytes())
-        return folder / written[0].name
+        return child.wait()
+    except KeyboardInterrupt:  # the terminal sent the child SIGINT too
+        child.wait()
+        shutil.rmtree(temporary, ignore_errors=True)
+        print(f"score_parts: interrupted; {temporary} removed.", file=sys.stderr)
+        raise SystemExit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--task", required=True)
-    parser.add_argument("--parts", type=int, required=True, help="how many parts in all")
-    parser.add_argument("--documents", type=int, required=True, help="the split's size")
-    parser.add_argument("--model", default="hf-prefix")
-    parser.add_argument("--folder", type=Path, help="default: docs/parts/<task>")
-    parser.add_argument("--only", type=int, help="score at most this many parts, then stop")
+    parser.add_argument("--tasks", required=True, help="as for dcpmi run")
+    parser.add_argument("--shards", type=int, required=True, help="how many shards in all")
+    parser.add_argument("--folder", type=Path, required=True, help="where the shards go")
+    parser.add_argument("--only", type=int, help="score at most this many shards, then stop")
+    parser.add_argument("--no-merge", action="store_true", help="do not merge when all are there")
     parser.add_argument("extra", nargs="*", help="after --: more options for dcpmi run")
     args = parser.parse_args(argv)
-    folder = args.folder or ROOT / "docs" / "parts" / args.task
-    done = parts_done(folder, args.task)
-    todo = [i for i in range(args.parts) if i not in done][: args.only]
-    print(f"{args.task}: {len(done)} of {args.parts} parts done; scoring {todo}", flush=True)
-    for index in todo:
-        path = score_part(args, index, args.documents, folder)
-        print(f"{args.task}: part {index} of {args.parts} -> {path}", flush=True)
-    return 0
+    if args.shards < 1:
+        parser.error("--shards: 1 or more")
+    todo = [
+        k
+        for k in range(1, args.shards + 1)
+        if not shard_folder(args.folder, k, args.shards).is_dir()
+    ]
+    done = args.shards - len(todo)
+    print(f"score_parts: {done} of {args.shards} shards there; scoring {todo[: args.only]}")
+    args.folder.mkdir(parents=True, exist_ok=True)
+    for k in todo[: args.only]:
+        target = shard_folder(args.folder, k, args.shards)
+        temporary = target.with_name(target.name + ".running")
+        shutil.rmtree(temporary, ignore_errors=True)  # a run stopped without its clean-up
+        command = [DCPMI, "run", "--tasks", args.tasks, "--shard", f"{k}/{args.shards}",
+                   "--log_samples", "--output_path", str(temporary), *args.extra]  # fmt: skip
+        status = run_child(command, temporary)
+        if status != 0:
+            shutil.rmtree(temporary, ignore_errors=True)
+            print(f"score_parts: shard {k}/{args.shards} failed (exit {status}).", file=sys.stderr)
+            return status
+        temporary.rename(target)
+        print(f"score_parts: shard {k}/{args.shards} -> {target}")
+    shards = [shard_folder(args.folder, k, args.shards) for k in range(1, args.shards + 1)]
+    if args.no_merge or not all(s.is_dir() for s in shards):
+        return 0
+    merged = args.folder / "merged"
+    if merged.exists():
+        print(f"score_parts: {merged} is there already.")
+        return 0
+    return subprocess.call([DCPMI, "merge", *map(str, shards), "--out", str(merged)])
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import yaml
 from helpers import DCPMI, QUIZ_TEST, write_quiz
 
 from lm_eval_dcpmi.command import cli, option_checks, run_steps, saving
+from lm_eval_dcpmi.errors import DCPMIError
 
 DUMMY = ["--model", "dummy", "--tasks", "dcpmi_copa"]
 
@@ -465,3 +466,31 @@ def test_chat_template_of_the_dummy_model_offline_is_one_line(capsys, monkeypatc
         "or no network). Download it once with network access, or leave "
         "--apply_chat_template out."
     )
+
+
+@pytest.mark.fast
+def test_an_answer_cache_is_refused_to_another_model(tmp_path):
+    from types import SimpleNamespace
+
+    prefix = tmp_path / "answers"
+    first = SimpleNamespace(use_cache=str(prefix), model="hf", model_args="pretrained=me/model-a")
+    option_checks.check_cache_owner(first)  # a new cache: its model is recorded
+    record = json.loads((tmp_path / "answers.dcpmi-model.json").read_text())
+    assert record["identity"]["id"] == "me/model-a" and record["model"] == "hf"
+    write_answer_cache(tmp_path / "answers_rank0.db")
+    option_checks.check_cache_owner(first)  # the same model again: its answers are reused
+    other = SimpleNamespace(
+        use_cache=str(prefix), model="hf", model_args={"pretrained": "me/model-b"}
+    )
+    with pytest.raises(DCPMIError) as refused:
+        option_checks.check_cache_owner(other)
+    assert str(refused.value) == (
+        f"--use_cache {prefix}: the cache holds the answers of hf me/model-a "
+        "(answers.dcpmi-model.json), not of hf me/model-b; give this model its own --use_cache "
+        "path (an answer cache is keyed by request, not by model)."
+    )
+    (tmp_path / "answers.dcpmi-model.json").unlink()  # a cache plain lm_eval filled
+    with pytest.raises(
+        DCPMIError, match="answers_rank0.db holds answers of a model no record names"
+    ):
+        option_checks.check_cache_owner(first)

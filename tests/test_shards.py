@@ -179,7 +179,8 @@ def test_merge_refuses_shards_of_another_run(shard_runs, tmp_path, capsys, keys,
 @pytest.mark.slow
 def test_merge_refuses_overlaps_gaps_and_marks_an_allowed_partial(shard_runs, tmp_path, capsys):
     one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
-    _refused(capsys, [one, two, two], tmp_path / "a", "both shard 2/3", "overlap")
+    again = shutil.copytree(two, tmp_path / "2of3-again")  # the same shard scored twice
+    _refused(capsys, [one, two, again, three], tmp_path / "a", "both shard 2/3", "overlap")
     _refused(capsys, [one, three], tmp_path / "b", "shard 2/3 missing", "--allow-partial")
     status, _out, err = merge(capsys, one, three, "--out", tmp_path / "c", "--allow-partial")
     assert status == 0, err

@@ -21,9 +21,8 @@ first step for a run with ``--log_samples``: it copies the results file and writ
 samples file beside it as ``samples_<task>_<date>.jsonl.gz`` compacted (``compact_sample``:
 doc_id, filter, target, each metric's per-document value and each request's loglikelihood
 and is-greedy flag; the prompts are left out, ~1 GB for a full run, since ``dcpmi verify``
-builds them again from the data). ``--join FOLDER
---set NAME`` does it for a split scored in parts (``scripts/score_parts.py``): one results
-file of the whole split, its metrics recomputed from the parts' per-document values.
+builds them again from the data). A split scored in shards (``dcpmi run --shard K/N``,
+``scripts/score_parts.py``) is added as the run ``dcpmi merge`` makes of its shards.
 
 Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
 """
@@ -47,7 +46,7 @@ from typing import Any
 
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.leaderboard.portable import portable_results, read_json, write_json
-from lm_eval_dcpmi.report import comparisons, joining, studies
+from lm_eval_dcpmi.report import comparisons, studies
 from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
 from lm_eval_dcpmi.report.formatting import value_text
@@ -162,25 +161,6 @@ def add_run(
                     gz.write((json.dumps(compact_sample(json.loads(line))) + "\n").encode("utf-8"))
         written.append(out)
     return written
-
-
-def join_run(folder: Path, set_name: str, root: Path = ROOT) -> list[Path]:
-    """Join the parts in ``folder`` (``scripts/score_parts.py``) into one results file of
-    the whole split in ``docs/results/<set_name>/``, named after the last part; returns the
-    files written. ``ReportError`` when the parts are not one run's or miss documents."""
-    parts = sorted(folder.glob("results_*.json"))
-    data, samples = joining.join_parts(parts)
-    target = root / RESULTS / set_name
-    target.mkdir(parents=True, exist_ok=True)
-    results = target / parts[-1].name
-    write_json(results, data)
-    (task,) = data["results"]
-    stamp = results.name.removeprefix("results_").removesuffix(".json")
-    out = target / f"samples_{task}_{stamp}.jsonl.gz"
-    with gzip.GzipFile(out, "wb", mtime=0) as gz:
-        for sample in samples:
-            gz.write((json.dumps(sample) + "\n").encode("utf-8"))
-    return [results, out]
 
 
 # ---------------------------------------------------------------- Markdown blocks
@@ -427,41 +407,6 @@ def problems(root: Path = ROOT) -> list[str]:
         text = (root / page).read_text(encoding="utf-8")
         if render_page(text, page, root) != text:
             found.append(f"{page}: a results block differs from what the command makes")
-    return found + parts_problems(root)
-
-
-PARTS = Path("docs/parts")  # relative to ROOT: splits scored in parts (scripts/score_parts.py)
-
-
-def parts_problems(root: Path = ROOT) -> list[str]:
-    """A split whose parts are all in ``docs/parts/<task>`` is joined in a results set, and
-    the joined files there are what ``--join`` makes of the parts (a part still missing is
-    no problem: the split is being scored)."""
-    found = []
-    for folder in sorted(p for p in (root / PARTS).glob("*") if p.is_dir()):
-        parts = sorted(folder.glob("results_*.json"))
-        try:
-            joining.join_parts(parts)
-        except joining.MissingDocuments:
-            continue  # still being scored
-        except report.ReportError as error:
-            found.append(f"{PARTS / folder.name}: {error}")
-            continue
-        joined = sorted((root / RESULTS).glob(f"*/{parts[-1].name}"))
-        if not joined:
-            found.append(
-                f"{PARTS / folder.name}: every part is there, but no results set holds their "
-                f"join; run make_results.py --join {PARTS / folder.name} --set full"
-            )
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            made = join_run(folder, "joined", root=Path(tmp))
-            for path in made:
-                committed = joined[0].parent / path.name
-                if not committed.is_file() or committed.read_bytes() != path.read_bytes():
-                    found.append(
-                        f"{committed.relative_to(root)}: not the join of {PARTS / folder.name}"
-                    )
     return found
 
 
@@ -469,9 +414,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
     parser.add_argument("--add", type=Path, help="a run's results file to add first (--set)")
-    parser.add_argument(
-        "--join", type=Path, help="a folder of parts (scripts/score_parts.py) to join first (--set)"
-    )
     parser.add_argument("--set", dest="set_name", help="the folder under docs/results for --add")
     parser.add_argument("--model_id", help="--add: the model's hub id, if its path names none")
     parser.add_argument(
@@ -483,11 +425,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--add takes an existing results file, and --set the folder's name")
         for path in add_run(args.add, args.set_name, model_id=args.model_id):
             print(f"added {path.relative_to(ROOT)}")
-    if args.join is not None:
-        if not args.set_name or not args.join.is_dir():
-            parser.error("--join takes a folder of parts, and --set the folder's name")
-        for path in join_run(args.join, args.set_name):
-            print(f"joined {path.relative_to(ROOT)}")
     if args.portable:
         for files in result_sets().values():
             for path in (ROOT / f for f in files):
