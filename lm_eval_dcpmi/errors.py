@@ -53,6 +53,12 @@ def parse_json(
     except json.JSONDecodeError as problem:
         message = json_problem(where, problem, line)
         raise error(f"{message}; {fix}" if fix else f"{message}.") from None
+    except RecursionError:  # nested deeper than Python's parser goes: no lm-eval file is
+        at = f":{line}" if line else ""
+        raise error(
+            f"{where}{at}: JSON nested too deeply to read (thousands of levels); not a file "
+            "lm-eval wrote."
+        ) from None
 
 
 def offline_fix() -> str:

@@ -306,3 +306,23 @@ def test_fewshot_from_a_split_of_its_own_does_not_warn(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         build_requests(task, 0)  # zero-shot: no examples at all
     assert not [r for r in caplog.records if "fewshot_split" in r.getMessage()]
+
+
+# ---- a task name lm-eval cannot name a samples file after
+
+
+def test_a_task_named_with_a_slash_is_refused_before_the_model(tmp_path, capsys):
+    from lm_eval_dcpmi.command import cli
+
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS), task="my/quiz_bad")
+    argv = ["run", "--include_path", str(tmp_path), "--tasks", "my/quiz_bad", "--log_samples",
+            "--output_path", str(tmp_path / "out")]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        f"dcpmi: task 'my/quiz_bad' ({tmp_path}/quiz_bad.yaml): lm-eval names the samples file "
+        "after the task (samples_<task>_<date>.jsonl), so '/' in its name makes a path that "
+        "cannot be written; name it without '/', e.g. task: my_quiz_bad"
+    )
+    assert not (tmp_path / "out").exists()

@@ -313,6 +313,21 @@ def test_eee_record_validates_and_describes_each_metric(tmp_path, capsys):
             "give --model_id ORG/NAME.",
         ),
         ({}, ["--instances"], "no samples file for dcpmi_copa, dcpmi_sst2, but --instances"),
+        (
+            {"dcpmi": {"plugin_version": __version__, "model": {"id": "pythia"}}},
+            [],
+            "dcpmi.model.id 'pythia' is not a hub id (developer/name",
+        ),
+        (
+            {"dcpmi": {"plugin_version": __version__, "model": {"id": MODEL, "size": "1B"}}},
+            [],
+            "dcpmi.model has 'size', which no results file of the plugin records",
+        ),
+        (
+            {"config": {"model": "dummy", "model_args": {"pretrained": MODEL}}},
+            [],
+            "config.model is 'dummy', lm-eval's model of random loglikelihoods",
+        ),
     ],
 )
 def test_export_refuses_what_must_not_be_submitted(tmp_path, capsys, changes, args, message):
@@ -323,6 +338,46 @@ def test_export_refuses_what_must_not_be_submitted(tmp_path, capsys, changes, ar
     assert err.startswith(f"dcpmi export: {results}") and message in err
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (math.inf, "inf is not a finite number"),
+        (1.5, "1.5 is not an accuracy (a number from 0 to 1)"),
+        (math.nan, "nan is not a finite number"),
+    ],
+)
+def test_export_refuses_a_value_that_is_no_accuracy(tmp_path, capsys, value, problem):
+    path = hand_made(tmp_path)
+    data = json.loads(path.read_text())
+    data["results"]["dcpmi_copa"]["acc_dcpmi,none"] = value
+    path.write_text(json.dumps(data))
+    for target in ("eee", "hf", "model-index"):
+        status, _out, err = export(
+            capsys, str(path), "--format", target, "--out", str(tmp_path / "e")
+        )
+        assert status == 2 and "Traceback" not in err
+        where = f"{path} (dcpmi_copa, acc_dcpmi,none)"
+        assert err == f"dcpmi export: {where}: {problem}; dcpmi verify lists every problem\n"
+    assert not (tmp_path / "e").exists()
+
+
+@pytest.mark.fast
+def test_export_refuses_two_runs_of_one_task_and_writes_all_or_nothing(tmp_path, capsys):
+    one = hand_made(tmp_path / "a")
+    two = hand_made(tmp_path / "b")
+    status, _out, err = export(
+        capsys, str(one), str(two), "--format", "hf", "--out", str(tmp_path / "e")
+    )
+    assert status == 2
+    assert f"{two} and {one} both hold dcpmi_copa: one export takes one run of a task" in err
+    (tmp_path / "file").write_text("x")  # --out where a file is: one line, nothing written
+    status, _out, err = export(capsys, str(one), "--format", "hf", "--out", str(tmp_path / "file"))
+    assert status == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    out = tmp_path / "file"
+    assert err == f"dcpmi export: --out {out} is a file; give a folder (nothing was written)\n"
 
 
 @pytest.mark.fast

@@ -198,7 +198,7 @@ def test_domain_requests_under_another_premise_are_refused(run, capsys):
             arguments[key]["arg_0"] = " the answer is:"
     write(run, data, lines)
     reseal(run)
-    refused(capsys, run, "request 3's context is ' the answer is:'", "built from the data")
+    refused(capsys, run, "request 3's context is ' Answer:'", "built from the data")
 
 
 @pytest.mark.parametrize("value", [math.inf, math.nan, 1.5, -0.1])

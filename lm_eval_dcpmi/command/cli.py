@@ -107,6 +107,16 @@ data, task configs or options are printed as one line, exit status 2."""
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:
+        return _main(argv)  # dcpmi run says itself how it was stopped
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        stopped(f"dcpmi {argv[0] if argv else ''}: interrupted; no file was changed.")
+        return 130
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="dcpmi",
         description="Domain Conditional PMI scoring for lm-evaluation-harness.",

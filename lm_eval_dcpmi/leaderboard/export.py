@@ -38,6 +38,7 @@ from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry, installe
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.looks import PAPER
 from lm_eval_dcpmi.report.stats import wilson
+from lm_eval_dcpmi.report.writing import Output, text_output, write_all
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks import premise_digest
 
@@ -72,7 +73,10 @@ def describe(metric: str) -> str:
 
 def refusals(submission: Submission, options: ExportOptions) -> list[str]:
     """Why ``submission`` must not be exported as it is (empty: it may)."""
-    found = []
+    from lm_eval_dcpmi.leaderboard.verify import model_findings, value_findings
+
+    found = [f"{finding}; dcpmi verify lists every problem" for finding in
+             value_findings(submission) + model_findings(submission)]  # fmt: skip
     if submission.model.id is None:
         found.append(
             f"{submission.path}: names its model {submission.model.name} "
@@ -383,8 +387,11 @@ def validate_eee(record: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
     valid); None-like ``["not validated ..."]`` when ``jsonschema`` is missing."""
     try:
         import jsonschema
-    except ImportError:
-        return []
+    except ImportError:  # never a record exported unchecked
+        raise DCPMIError(
+            "the Every Eval Ever records cannot be validated: the jsonschema package is not "
+            "installed; pip install jsonschema (it comes with lm-eval-dcpmi[leaderboard])."
+        ) from None
     problems = []
     for label, schema, items in (
         ("aggregate record", "eval.schema.json", [record]),
@@ -399,7 +406,7 @@ def validate_eee(record: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
     return problems
 
 
-def write_eee(submission: Submission, options: ExportOptions) -> list[Path]:
+def write_eee(submission: Submission, options: ExportOptions) -> list[Output]:
     name, record = eee_record(submission, options)
     model = submission.model.id or ""
     folder = options.out / "data" / "dcpmi" / model.split("/")[0] / model.split("/")[1]
@@ -425,13 +432,11 @@ def write_eee(submission: Submission, options: ExportOptions) -> list[Path]:
             f"{submission.path}: the Every Eval Ever record does not validate against schema "
             f"{EEE_SCHEMA_VERSION} ({problems[0]}); please report this as a bug."
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    written = [folder / f"{name}.json"]
-    written[0].write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    outputs = [text_output(folder / f"{name}.json", text)]
     if rows:
-        written.append(folder / f"{name}_samples.jsonl")
-        written[1].write_text(lines, encoding="utf-8")
-    return written
+        outputs.append(text_output(folder / f"{name}_samples.jsonl", lines))
+    return outputs
 
 
 def _has_loglikelihoods(submission: Submission) -> bool:
@@ -495,18 +500,16 @@ def hub_entries(submission: Submission, options: ExportOptions) -> dict[str, lis
     return found
 
 
-def write_hub(submission: Submission, options: ExportOptions) -> list[Path]:
+def write_hub(submission: Submission, options: ExportOptions) -> list[Output]:
     import yaml
 
     folder = options.out / ".eval_results"
-    entries = hub_entries(submission, options)
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for task, items in entries.items():
-        path = folder / f"{task}.yaml"
-        path.write_text(yaml.safe_dump(items, sort_keys=False, allow_unicode=True), "utf-8")
-        written.append(path)
-    return written
+    return [
+        text_output(
+            folder / f"{task}.yaml", yaml.safe_dump(items, sort_keys=False, allow_unicode=True)
+        )
+        for task, items in hub_entries(submission, options).items()
+    ]
 
 
 # ---------------------------------------------------------------- model cards
@@ -551,7 +554,7 @@ def eval_results(submission: Submission, options: ExportOptions) -> list[Any]:
     return found
 
 
-def write_model_card(submission: Submission, options: ExportOptions) -> list[Path]:
+def write_model_card(submission: Submission, options: ExportOptions) -> list[Output]:
     from huggingface_hub import ModelCard, ModelCardData
 
     assert submission.model.id is not None
@@ -566,19 +569,16 @@ def write_model_card(submission: Submission, options: ExportOptions) -> list[Pat
         "scores, from one set of requests.\n"
     )
     card = ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
-    folder = options.out
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "README.md"
-    path.write_text(str(card), encoding="utf-8")
-    return [path]
+    return [text_output(options.out / "README.md", str(card))]
 
 
 WRITERS = {"eee": write_eee, "hf": write_hub, "model-index": write_model_card}
 
 
 def export(submissions: Sequence[Submission], options: ExportOptions) -> list[Path]:
-    """Write ``submissions`` in ``options.format``; refuses (``DCPMIError``, the first
-    reason) before writing anything when one must not be exported."""
+    """Write ``submissions`` in ``options.format``, all files or none; refuses
+    (``DCPMIError``, the first reason) before writing anything when one must not be
+    exported."""
     if options.format not in WRITERS:
         raise DCPMIError(f"--format {options.format!r}: choose one of {', '.join(FORMATS)}.")
     if options.format == "model-index" and len(submissions) > 1:
@@ -588,19 +588,28 @@ def export(submissions: Sequence[Submission], options: ExportOptions) -> list[Pa
                 "--format model-index writes one model card: the results name several models "
                 f"({', '.join(sorted(str(m) for m in models))}); export them one at a time."
             )
+    seen: dict[str, Path] = {}
     for submission in submissions:
         found = refusals(submission, options)
         if found:
             raise DCPMIError(found[0])
+        for task in _tasks(submission):
+            if task.name in seen and seen[task.name] != submission.path:
+                raise DCPMIError(
+                    f"{submission.path} and {seen[task.name]} both hold {task.name}: one "
+                    "export takes one run of a task; export the run you mean."
+                )
+            seen[task.name] = submission.path
     if options.format == "model-index" and len(submissions) > 1:
         merged = submissions[0]
         for other in submissions[1:]:
             merged.tasks.update(other.tasks)
         submissions = [merged]
-    written: list[Path] = []
+    outputs: list[Output] = []
     for submission in submissions:
-        written += WRITERS[options.format](submission, options)
-    return written
+        outputs += WRITERS[options.format](submission, options)
+    # every file or none (a full disk, a read-only --out, Ctrl-C: nothing half written)
+    return write_all(outputs, options.out)
 
 
 __all__ = ["ExportOptions", "export", "FORMATS", "__version__"]

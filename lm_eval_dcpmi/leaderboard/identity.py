@@ -24,7 +24,7 @@ import importlib.metadata
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,30 @@ class ModelIdentity:
     def as_dict(self) -> dict[str, Any]:
         """Its fields, ``id`` always (null when unknown), the others where known."""
         return {k: v for k, v in asdict(self).items() if v is not None or k == "id"}
+
+
+def recorded_identity(recorded: Mapping[str, Any], where: str) -> ModelIdentity:
+    """The identity a results file records under ``dcpmi.model``; a ``DCPMIError`` naming
+    ``where`` for a key it does not know, a value that is not text, or an id that is not a
+    hub id."""
+    known = {f.name for f in fields(ModelIdentity)}
+    unknown = sorted(str(k) for k in recorded if k not in known)
+    if unknown:
+        raise DCPMIError(
+            f"{where}: dcpmi.model has {', '.join(map(repr, unknown))}, which no results file "
+            f"of the plugin records (it records {', '.join(sorted(known))}); not a results file "
+            "of dcpmi run, or edited."
+        )
+    wrong = [k for k, v in recorded.items() if v is not None and not isinstance(v, str)]
+    if wrong:
+        raise DCPMIError(f"{where}: dcpmi.model.{wrong[0]} is {recorded[wrong[0]]!r}, not text.")
+    model_id = recorded.get("id")
+    if model_id is not None and not HUB_ID.match(model_id):
+        raise DCPMIError(
+            f"{where}: dcpmi.model.id {model_id!r} is not a hub id (developer/name, e.g. "
+            f"{EMBEDDED_ID}); give the model's id with --model_id."
+        )
+    return ModelIdentity(**recorded)
 
 
 def check_hub_id(model_id: str, option: str = "--model_id") -> str:

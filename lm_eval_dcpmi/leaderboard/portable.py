@@ -20,6 +20,7 @@ from lm_eval_dcpmi.leaderboard.identity import (
     check_hub_id,
     identify,
     make_portable,
+    recorded_identity,
 )
 
 MODEL_ID_OPTION = "--model_id"
@@ -94,7 +95,7 @@ def portable_results(
     block = data.get("dcpmi") if isinstance(data.get("dcpmi"), dict) else {}
     recorded = block.get("model")
     if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
-        identity = ModelIdentity(**recorded)  # already portable: keep what the run found
+        identity = recorded_identity(recorded, "the results")  # portable: keep what the run found
     else:
         config = data.get("config") if isinstance(data.get("config"), dict) else {}
         # a model without `pretrained` (lm-eval's dummy, an API) is named by its type

@@ -156,7 +156,13 @@ def score_documents(
         n_chars = [
             len(o) - len(delimiter) if o.startswith(delimiter) else len(o) for o in doc.options
         ]
-        scores = DocumentScores(doc.conditional, doc.references, n_tokens, n_chars, content_free)
+        try:
+            scores = DocumentScores(
+                doc.conditional, doc.references, n_tokens, n_chars, content_free
+            )
+        except ValueError as error:  # e.g. 2 options beside the carrier's 3 content-free
+            findings.append(Finding(where, f"doc {doc.doc_id}: {error}: not this task's"))
+            continue
         values = scoring.accuracies(scores, doc.gold, accuracies)
         values.pop(scoring.UNRANKED, None)
         picks = scoring.predictions(scores, accuracies)

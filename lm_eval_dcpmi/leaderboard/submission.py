@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify
+from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify, recorded_identity
 from lm_eval_dcpmi.leaderboard.portable import model_args_of, read_json
 from lm_eval_dcpmi.report.samples import samples_files
 from lm_eval_dcpmi.rules import scoring
@@ -169,7 +169,7 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
     block = data.get("dcpmi") if isinstance(data.get("dcpmi"), dict) else {}
     recorded = block.get("model")
     if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
-        model = ModelIdentity(**recorded)
+        model = recorded_identity(recorded, str(path))
     else:
         model = identify(model_args_of(data), model_id)
     configs = data.get("configs") if isinstance(data.get("configs"), dict) else {}

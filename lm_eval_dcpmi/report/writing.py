@@ -123,6 +123,7 @@ def _move_into_place(temporary: Sequence[tuple[Path, Path]]) -> None:
                 kept = _keep(target)
                 if kept is not None:
                     kept_all.append(kept)
+                done.append((target, kept))  # before the move: undone even if it is cut off
                 os.replace(path, target)
             except OSError as err:
                 unrestored = _undo(done)
@@ -130,7 +131,11 @@ def _move_into_place(temporary: Sequence[tuple[Path, Path]]) -> None:
                     f"{target}: cannot be moved into place ({err.strerror or err}); "
                     + _undone(unrestored)
                 ) from None
-            done.append((target, kept))
+    except ReportError:
+        raise
+    except BaseException:  # Ctrl-C or SIGTERM while moving: every file back as it was
+        unrestored = _undo(done)
+        raise
     finally:
         keep = {k for _t, k in unrestored}
         for kept in kept_all:

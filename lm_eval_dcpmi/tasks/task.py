@@ -77,6 +77,21 @@ def premise_version(version: Any, domain_premise: str) -> str:
     return premise_digest.versioned(version, premise_digest.sha256_of(domain_premise))
 
 
+def _check_task_name(name: Any, source: str) -> None:
+    """lm-eval writes a task's samples to ``samples_<task>_<date>.jsonl``: a name with a path
+    separator there would only fail after every request is scored."""
+    bad = [c for c in ("/", "\\", "\0") if c in str(name)]
+    if bad:
+        fixed = str(name)
+        for c in bad:
+            fixed = fixed.replace(c, "_")
+        raise DCPMIConfigError(
+            f"task {name!r} ({source}): lm-eval names the samples file after the task "
+            f"(samples_<task>_<date>.jsonl), so {bad[0]!r} in its name makes a path that cannot "
+            f"be written; name it without {bad[0]!r}, e.g. task: {fixed}"
+        )
+
+
 class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
     """``ConfigurableTask`` for multiple choice, plus reference-context requests and metrics."""
 
@@ -87,6 +102,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
             config = with_base_task(config, DCPMITask)
         name = config.get("task", "<unnamed task>")
         self._source = (config.get("metadata") or {}).get("config_source", "its YAML")
+        _check_task_name(name, self._source)
         self.references = references.reference_contexts(config, name, self._source)
         self.content_free_fields = references.content_free_fields(config, name, self._source)
         for key in ("domain_premise", "reference_contexts", "content_free_fields"):
