@@ -494,3 +494,16 @@ def test_an_answer_cache_is_refused_to_another_model(tmp_path):
         DCPMIError, match="answers_rank0.db holds answers of a model no record names"
     ):
         option_checks.check_cache_owner(first)
+
+
+@pytest.mark.fast
+def test_the_stopped_line_stays_last_after_an_open_progress_bar_closes(capsys):
+    import tqdm
+
+    bar = tqdm.tqdm(total=10, file=sys.stderr)
+    bar.update(3)
+    cli.stopped("dcpmi: stopped by SIGTERM; temporary files removed.")
+    bar.close()  # lm-eval's bar, closed as the process ends: it would redraw its last state
+    assert capsys.readouterr().err.endswith(
+        "\ndcpmi: stopped by SIGTERM; temporary files removed.\n"
+    )

@@ -326,3 +326,51 @@ def test_a_task_named_with_a_slash_is_refused_before_the_model(tmp_path, capsys)
         "cannot be written; name it without '/', e.g. task: my_quiz_bad"
     )
     assert not (tmp_path / "out").exists()
+
+
+# ---- warnings a task's author needs: a premise that knows the answer, look-alike options
+
+
+def _warnings(caplog, words: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if words in r.getMessage()]
+
+
+def test_a_domain_premise_that_reads_the_target_field_warns(tmp_path, caplog):
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS),
+               domain_premise='"The answer is {{ [a, b][label] }}."')  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        load(tmp_path)
+    (warning,) = _warnings(caplog, "gives it away")
+    assert warning.startswith(f"quiz_bad ({tmp_path}/quiz_bad.yaml): the domain premise ")
+    assert "reads label, the field the target is read from" in warning
+
+
+def test_a_domain_premise_that_shows_the_gold_option_warns(tmp_path, caplog):
+    records = [{**r, "key": [r["a"], r["b"]][r["label"]]} for r in RECORDS]  # the gold, again
+    write_task(tmp_path, write_jsonl(tmp_path, records), domain_premise='"It is {{ key }}:"')
+    with caplog.at_level(logging.WARNING):
+        load(tmp_path)
+    (warning,) = _warnings(caplog, "gives the answer away")
+    assert (
+        "'It is {{ key }}:' shows the gold option's text, and no other option's, on 3 of 3"
+        in warning
+    )
+    assert "first: document 0" in warning
+
+
+def test_a_plain_domain_premise_gives_no_such_warning(tmp_path, caplog):
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS))
+    with caplog.at_level(logging.WARNING):
+        load(tmp_path)
+    assert not _warnings(caplog, "away")
+
+
+def test_options_that_differ_only_in_unicode_normalization_warn(tmp_path, caplog):
+    nfc, nfd = "caf\u00e9", "cafe\u0301"  # one word, two forms
+    records = [{**GOOD, "a": nfc, "b": nfd}, *RECORDS[1:]]
+    write_task(tmp_path, write_jsonl(tmp_path, records))
+    with caplog.at_level(logging.WARNING):
+        load(tmp_path)
+    (warning,) = _warnings(caplog, "Unicode normalization")
+    first = f"(first: document 0, {nfc!r} and {nfd!r}"
+    assert f"1 document has options that differ only in Unicode normalization {first}" in warning

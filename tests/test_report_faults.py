@@ -168,3 +168,19 @@ def test_limit_that_left_every_task_whole_is_not_a_partial_run(tmp_path, capsys)
         "**Partial run (--limit 2)**: not every document was scored (dcpmi_copa 2 of 3)"
         in capsys.readouterr().out
     )
+
+
+@pytest.mark.parametrize("value", [1.5, float("inf"), -0.25])
+def test_an_impossible_accuracy_is_refused_not_printed(tmp_path, capsys, value):
+    data = results_dict({"dcpmi_copa": entry(0.1, 0.2, 0.3, 0.4, n=10)})
+    data["results"]["dcpmi_copa"]["acc_dcpmi,none"] = value
+    path = tmp_path / f"results_{STAMP}.json"
+    path.write_text(json.dumps(data))
+    assert report_command([str(path)], str(tmp_path / "out")) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"dcpmi report: error: {path}: dcpmi_copa's acc_dcpmi is {value!r}, not an accuracy (a "
+        "number from 0 to 1); the results file is damaged or edited (dcpmi verify says more)\n"
+    )
+    assert not (tmp_path / "out").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -146,6 +147,8 @@ def _documents(n: int) -> str:
 def check_documents(task: Any, counter: TokenCounter | None) -> None:
     """Every document of the task's evaluation split, when the task is built."""
     duplicated: list[tuple[int, Any, str]] = []
+    normalized: list[tuple[int, Any, str]] = []  # the same text in two Unicode forms
+    answered: dict[str, list[tuple[int, Any, str]]] = {}  # premise -> docs it shows the gold
     single: list[tuple[int, Any, str]] = []
     # (doc_id, doc, option, continuation) of continuations longer than the window in UTF-8
     # bytes: no tokenizer makes more tokens than bytes (byte-level BPE, byte fallback), so
@@ -160,9 +163,11 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
         if problem is not None:
             raise fault(task, doc, doc_id, problem)
         choices = options(task, doc, doc_id)
-        gold_index(task, doc, doc_id, choices)
+        gold = gold_index(task, doc, doc_id, choices)
         for reference in task.references:
-            task.premise_text(reference, doc, doc_id)
+            text = task.premise_text(reference, doc, doc_id)
+            if reference.kind == "premise" and _shows_only(text, choices, gold):
+                answered.setdefault(reference.name, []).append((doc_id, doc, ""))
         if task.content_free_fields:
             fixed_labels = _check_fixed_labels(task, doc, doc_id, choices, fixed_labels)
             # any document may carry the content-free prompts (--samples picks the first)
@@ -173,6 +178,9 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
             twice = next(c for c in choices if choices.count(c) > 1)
             times = "twice" if choices.count(twice) == 2 else f"{choices.count(twice)} times"
             duplicated.append((doc_id, doc, f", {twice!r} {times}"))
+        elif len({unicodedata.normalize("NFC", c) for c in choices}) < len(choices):
+            alike = _alike(choices)
+            normalized.append((doc_id, doc, f", {alike[0]!r} and {alike[1]!r}"))
         if window is None:
             continue
         if multiple_inputs(task):  # the options are contexts; the target is the continuation
@@ -191,6 +199,16 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
             _documents(len(duplicated)),
             _first(duplicated),
         )
+    if normalized:
+        log.warning(
+            "%s: %s options that differ only in Unicode normalization (%s, NFC and NFD forms "
+            "of one text): they look alike but are different text to the model, and Char "
+            "counts their characters differently. Normalize the data (unicodedata.normalize).",
+            name,
+            _documents(len(normalized)),
+            _first(normalized),
+        )
+    _warn_answer_giving_premises(task, name, answered)
     if single:
         log.warning(
             "%s: %s a single option (%s); every method counts them correct. Check the data or "
@@ -201,6 +219,72 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
         )
     if counter is not None and long:
         _check_option_lengths(task, counter, long)
+
+
+def _alike(choices: list[str]) -> tuple[str, str]:
+    """Two options that are one text in two Unicode normalization forms."""
+    for i, one in enumerate(choices):
+        for other in choices[i + 1 :]:
+            if one != other and unicodedata.normalize("NFC", one) == unicodedata.normalize(
+                "NFC", other
+            ):
+                return one, other
+    raise ValueError("no such options")  # only called when two exist
+
+
+def _shows_only(premise: str, choices: list[str], gold: int) -> bool:
+    """The rendered premise holds the gold option's text and no other option's."""
+    texts = [c.strip() for c in choices]
+    if not texts[gold] or texts[gold] not in premise:
+        return False
+    return not any(
+        t and t in premise for i, t in enumerate(texts) if i != gold and t not in texts[gold]
+    )
+
+
+# A premise that shows the gold option on at least this share of the documents gives the
+# answer away (and on at least 2 documents: a chance hit on one is no pattern).
+ANSWER_SHARE = 0.5
+
+
+def _target_fields(task: Any) -> set[str]:
+    """The document fields the task's target is read from."""
+    target = task.config.doc_to_target
+    if not isinstance(target, str):
+        return set()
+    if "{{" in target or "{%" in target:
+        return set(jinja2.meta.find_undeclared_variables(jinja_env().parse(target)))
+    return {target}
+
+
+def _warn_answer_giving_premises(
+    task: Any, name: str, answered: dict[str, list[tuple[int, Any, str]]]
+) -> None:
+    """A domain premise must not know the answer: one that reads the target's field, or
+    renders the gold option (and no other) on most documents, gives it away."""
+    target = _target_fields(task)
+    n = len(task.eval_docs)
+    for reference in task.references:
+        if reference.kind != "premise" or reference.template is None:
+            continue
+        fields = jinja2.meta.find_undeclared_variables(jinja_env().parse(reference.template))
+        read = sorted(fields & target)
+        shown = answered.get(reference.name, [])
+        what = "domain premise" if reference.name == "domain" else f"{reference.name} premise"
+        if read:
+            log.warning(
+                "%s: the %s %r reads %s, the field the target is read from: a premise that "
+                "depends on the answer gives it away, and DC-PMI then measures nothing. Write "
+                "it from the task's wording alone.",
+                name, what, reference.template, ", ".join(read),
+            )  # fmt: skip
+        elif len(shown) >= 2 and len(shown) >= ANSWER_SHARE * n:
+            log.warning(
+                "%s: the %s %r shows the gold option's text, and no other option's, on %d of "
+                "%d documents (%s): it gives the answer away. Write it from the task's wording "
+                "alone.",
+                name, what, reference.template, len(shown), n, _first(shown),
+            )  # fmt: skip
 
 
 def _check_fixed_labels(

@@ -70,10 +70,21 @@ def tasks(argv: Sequence[str]) -> int:
 
 def stopped(message: str) -> None:
     """``message`` as the last line on stderr, on a line of its own: a progress bar may
-    have left the cursor on its line (stdout's pending output goes first)."""
+    have left the cursor on its line (stdout's pending output goes first), and none may
+    draw itself again after it (a bar closed at exit redraws its last state)."""
+    _silence_progress_bars()
     sys.stdout.flush()
     sys.stderr.write(f"\n{message}\n")
     sys.stderr.flush()
+
+
+def _silence_progress_bars() -> None:
+    """Every open tqdm bar (lm-eval's, the datasets library's) stops drawing: a disabled
+    bar's ``close`` writes nothing. ``tqdm._instances`` is tqdm's set of open bars."""
+    tqdm = sys.modules.get("tqdm")
+    bars = getattr(getattr(tqdm, "tqdm", None), "_instances", None) if tqdm else None
+    for bar in list(bars or ()):
+        bar.disable = True
 
 
 RUN_DESCRIPTION = """\

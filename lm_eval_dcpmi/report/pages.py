@@ -226,11 +226,14 @@ def _parts_caption(run: RunResults, parts: list[RunResults], page: Path) -> str:
     sources = [part.source for part in parts if part.source is not None]
     files = [f"[{source.name}]({_link(source, page)})" for source in sources]
     folder = sources[0].parent
+    if len(files) > 4:  # a suite scored one task per run: the folder, not each file
+        where = f"results files in [{folder.as_posix()}]({_link(folder, page)})"
+    else:
+        where = "results files " + ", ".join(files)
     return (
         f"`{run.model_name}`, lm-eval model `{'`, `'.join(models)}`, {documents} of "
-        f"{len(run.tasks)} tasks, scored in {len(parts)} runs (results files "
-        + ", ".join(files)
-        + f"); [report]({_link(folder / 'report.md', page)})."
+        f"{len(run.tasks)} tasks, scored in {len(parts)} runs ({where}); "
+        f"[report]({_link(folder / 'report.md', page)})."
     )
 
 

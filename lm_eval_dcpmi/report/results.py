@@ -242,6 +242,17 @@ def _row(name: str, entry: Mapping[str, Any], is_group: bool) -> TaskRow | None:
     )
 
 
+def _check_accuracies(row: TaskRow, where: str) -> None:
+    """An accuracy is a number from 0 to 1 (NaN: not computed); anything else would be shown
+    as a percentage no run can make (``DC-PMI 150.0``)."""
+    for metric_name, value in {**row.scores, **row.extra}.items():
+        if not math.isnan(value) and not 0 <= value <= 1:
+            raise ReportError(
+                f"{where}: {row.task}'s {metric_name} is {value!r}, not an accuracy (a number "
+                "from 0 to 1); the results file is damaged or edited (dcpmi verify says more)"
+            )
+
+
 def per_document(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
     """Each method's per-document 1.0/0.0 (NaN: not computed) from a task's logged samples,
     in doc_id order; methods the samples do not hold are left out."""
@@ -303,6 +314,7 @@ def run_from_dict(
         row = _row(str(name), entry, name in groups) if isinstance(entry, Mapping) else None
         if row is None:
             continue
+        _check_accuracies(row, where)
         counts = n_samples.get(name)
         if isinstance(counts, Mapping):
             row.n = _int_or_none(counts.get("effective"))
