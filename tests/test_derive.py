@@ -129,6 +129,12 @@ def test_a_dcpmi_task_can_be_a_base(user_manager, user_tasks):
         ("quiz", {"domain_premise": ""}, "DC-PMI needs a non-empty domain premise"),
         ("quiz", {"domain_premise": None}, "DC-PMI needs a non-empty domain premise"),
         ("", {}, "`base_task` must name a registered task"),
+        (
+            "quiz_dcpmi",
+            {},
+            "`base_task: quiz_dcpmi` names this task itself; name the "
+            "registered task it is a DC-PMI variant of (e.g. `base_task: quiz` for",
+        ),
         # the derived YAML's own output_type is blamed on the derived YAML, not the base
         (
             "quiz",

@@ -374,3 +374,33 @@ def test_options_that_differ_only_in_unicode_normalization_warn(tmp_path, caplog
     (warning,) = _warnings(caplog, "Unicode normalization")
     first = f"(first: document 0, {nfc!r} and {nfd!r}"
     assert f"1 document has options that differ only in Unicode normalization {first}" in warning
+
+
+def test_a_group_that_holds_itself_is_one_line_naming_it(tmp_path, capsys):
+    from lm_eval_dcpmi.command import cli
+
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS))
+    (tmp_path / "outer.yaml").write_text("group: outer\ntask: [inner, quiz_bad]\n")
+    (tmp_path / "inner.yaml").write_text("group: inner\ntask: [outer]\n")
+    argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks", "outer"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "RecursionError" not in err
+    assert err.splitlines()[-1] == (
+        "dcpmi: group 'outer' holds itself (outer -> inner -> outer), so lm-eval would build it "
+        f"forever; remove 'outer' from the task list of 'inner' ({tmp_path / 'inner.yaml'})."
+    )
+
+
+def test_a_function_that_does_not_import_is_one_line(tmp_path, capsys):
+    from lm_eval_dcpmi.command import cli
+
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS), **{"class": "!function no_such_module.X"})
+    argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks", "quiz_bad"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith(
+        "dcpmi: lm-eval: Cannot import module 'no_such_module' for function 'X'"
+    )
+    assert err.splitlines()[-1].endswith("put the module beside the YAML (e.g. utils.py).")

@@ -139,6 +139,13 @@ def check_tasks(
             tasks = index.load_tasks(manager, config.tasks)
         except index.UnknownTask as unknown:  # lm-eval 0.5 finds it out only here
             raise DCPMIError(_not_found(unknown, config)) from None
+        except RecursionError:  # lm-eval follows a group that holds itself forever
+            raise DCPMIError(_cycle(manager, config.tasks)) from None
+        except ImportError as err:  # a YAML's `!function module.name` that does not import
+            raise DCPMIError(
+                f"lm-eval: {err}; a `!function` of a task YAML names a module that cannot be "
+                "imported here: fix its name, or put the module beside the YAML (e.g. utils.py)."
+            ) from None
         except offline_errors() as err:  # lm-eval's own task: its Hub dataset
             raise DCPMIError(
                 f"lm-eval could not load a task's dataset ({type(err).__name__}: {err}). "
@@ -155,6 +162,19 @@ def check_tasks(
         checked.skewed = quick_look.skewed_tasks(tasks, config.limit)
         quick_look.warn_skewed(checked.skewed, config.limit)
     return checked
+
+
+def _cycle(manager: Any, specs: Any) -> str:
+    for name in lm_eval_options.task_names(specs):
+        cycle = index.group_cycle(manager, name)
+        if cycle:
+            where = index.entry_yaml(manager, cycle[-2])
+            return (
+                f"group {cycle[0]!r} holds itself ({' -> '.join(cycle)}), so lm-eval would "
+                f"build it forever; remove {cycle[-1]!r} from the task list of {cycle[-2]!r}"
+                + (f" ({where})." if where else ".")
+            )
+    return "lm-eval's task builder recursed without end (a group that holds itself?)."
 
 
 def _not_found(unknown: index.UnknownTask, config: Any) -> str:

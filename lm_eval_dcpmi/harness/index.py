@@ -54,6 +54,27 @@ def indexed_files_with(manager: Any, key: str) -> list[str]:
     ]
 
 
+def group_cycle(manager: Any, name: str, path: tuple[str, ...] = ()) -> list[str] | None:
+    """A group that holds itself, through its ``task:`` list (directly or through other
+    groups): the names around the cycle, ``[g, ..., g]``; None when ``name`` holds none.
+    Read from the index entries' raw configs (``Entry.cfg``), as lm-eval's factory would
+    follow them into an endless recursion (``TaskFactory._build_group_members``)."""
+    if name in path:
+        return [*path[path.index(name) :], name]
+    entry = task_index(manager).get(name)
+    config = getattr(entry, "cfg", None)
+    if not isinstance(config, Mapping) or "group" not in config:
+        return None
+    members = config.get("task") or []
+    for member in members if isinstance(members, list) else [members]:
+        child = member.get("task") or member.get("group") if isinstance(member, Mapping) else member
+        if isinstance(child, str):
+            found = group_cycle(manager, child, (*path, name))
+            if found:
+                return found
+    return None
+
+
 def load_task_config(yaml_path: Path) -> dict[str, Any]:
     """A task's full config from its YAML file, as lm-eval builds it before the task.
 

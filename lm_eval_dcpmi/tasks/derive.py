@@ -67,6 +67,12 @@ def with_base_task(config: dict[str, Any], task_class: type) -> dict[str, Any]:
         raise DCPMIConfigError(
             f"{where}: `{BASE_TASK_KEY}` must name a registered task, got {base_name!r}."
         )
+    if base_name == derived.get("task"):
+        raise DCPMIConfigError(
+            f"{where}: `{BASE_TASK_KEY}: {base_name}` names this task itself; name the "
+            f"registered task it is a DC-PMI variant of (e.g. `{BASE_TASK_KEY}: "
+            f"{base_name.removesuffix('_dcpmi')}` for `task: {base_name}`), a task of another name."
+        )
     manager, searched = _task_manager(derived)
     base = _base_config(base_name, manager, searched, where, task_class)
     merged = {**base, **derived}
