@@ -320,3 +320,14 @@ def test_new_files_are_removed_when_moving_a_file_into_place_fails(tmp_path, mon
     assert {p.name: p.read_text() for p in out.iterdir()} == {
         "intervals.csv": "the previous intervals\n"
     }
+
+
+def test_a_doc_id_that_is_no_number_is_refused(tmp_path, capsys):
+    path = ten_document_run(tmp_path)
+    samples = samples_path(path, "dcpmi_cb")
+    lines = read_lines(samples)
+    lines[2]["doc_id"] = "two"
+    write_lines(samples, lines)
+    refused(
+        path, capsys, f"{samples} (dcpmi_cb, beside {path}): doc_id 'two' is not a document index"
+    )

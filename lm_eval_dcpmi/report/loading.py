@@ -53,9 +53,11 @@ def read_results_file(path: Path) -> RunResults:
             samples_file = run.samples_files[row.task]
             try:
                 samples = read_samples(samples_file)
-                row.per_doc = per_document(samples) or None
             except ReportError as error:
                 raise SamplesError(str(error)) from None
+            # doc ids that are indices first: the per-document values are put in their order
+            _index_doc_ids(samples, f"{samples_file} ({row.task}, beside {path})")
+            row.per_doc = per_document(samples) or None
             _same_documents(row, samples_file, path)
             _same_run(row, samples, samples_file, path, data)
     return run
@@ -129,6 +131,14 @@ def _same_run(
                 f"{what} the line logs; the line is another run's (or edited). {MOVE_AWAY}"
             )
     _same_premise(row, scored, where, data)
+
+
+def _index_doc_ids(samples: Sequence[Mapping[str, Any]], where: str) -> None:
+    """Every doc id is a document index (a whole number, or its digits as text)."""
+    for sample in samples:
+        value = sample.get("doc_id")
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+            raise SamplesError(f"{where}: doc_id {value!r} is not a document index")
 
 
 def _doc_ids(
