@@ -184,3 +184,13 @@ def test_an_impossible_accuracy_is_refused_not_printed(tmp_path, capsys, value):
         "number from 0 to 1); the results file is damaged or edited (dcpmi verify says more)\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_name_that_is_not_utf8_is_written_escaped(tmp_path, capsys):
+    import os
+
+    folder = tmp_path / os.fsdecode(b"run\xe9")  # a byte no UTF-8 text holds
+    path = ten_document_run(folder)
+    assert report_command([str(path)], str(tmp_path / "out")) == 0, capsys.readouterr().err
+    text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "run\\udce9" in text

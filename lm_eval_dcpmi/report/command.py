@@ -130,15 +130,15 @@ def report_command(
         # Every file or none: a failing one (e.g. report.csv is a folder) leaves no other.
         written = write_all(outputs, Path(out_dir) if out_dir is not None else None)
         # Printed once the files are written: a refused --out prints no report.
-        stdout.write(text)
+        stdout.write(_printable(text))
         options_path = Path(options_csv) if options_csv is not None else None
         messages += [f"wrote {path}" for path in written if path != options_path]
         if exported and options_path is not None:
             messages += _export_messages(exported[0], options_path)
         for message in messages:
-            stderr.write(f"dcpmi report: {message}\n")
+            stderr.write(_printable(f"dcpmi report: {message}\n"))
     except ReportError as error:
-        stderr.write(f"dcpmi report: error: {error}\n")
+        stderr.write(_printable(f"dcpmi report: error: {error}\n"))
         return 2
     except OSError as error:  # an --out folder that cannot be written
         where = f"{error.filename}: " if error.filename else ""
@@ -181,6 +181,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         "loglikelihoods, token and character counts, gold and each method's pick",
     )
     return parser
+
+
+def _printable(text: str) -> str:
+    """``text`` with what no terminal encoding can hold (a file name's undecodable byte, a
+    lone surrogate in Python) as its escape, ``\\udce9``."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def run(args: argparse.Namespace) -> int:

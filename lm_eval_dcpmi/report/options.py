@@ -154,7 +154,7 @@ def write_options_csv(runs: Sequence[RunResults], path: str | Path) -> ExportSum
     summary = ExportSummary()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="") as handle:
+    with path.open("w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(HEADER)
         for run, task in tasks:

@@ -31,7 +31,11 @@ class Output:
 
 
 def text_output(target: Path, text: str) -> Output:
-    return Output(target, lambda path: path.write_text(text, encoding="utf-8"))
+    """``text`` as UTF-8; a character UTF-8 cannot hold (a file name's undecodable byte,
+    which Python keeps as a lone surrogate) is written as its escape, ``\\udce9``."""
+    return Output(
+        target, lambda path: path.write_text(text, encoding="utf-8", errors="backslashreplace")
+    )
 
 
 def _check(outputs: Sequence[Output], folder: Path | None) -> None:
