@@ -32,25 +32,28 @@ def shard_folder(folder: Path, index: int, count: int) -> Path:
 def run_child(command: list[str], temporary: Path) -> int:
     """``command`` as a child that stops when this process is told to stop."""
     child = subprocess.Popen(command)
+    stopping: list[int] = []
 
     def stop(signum: int, _frame: object) -> None:
+        # only pass it on: the wait below is interrupted, not ended (calling child.wait()
+        # here would wait for the lock the interrupted wait holds)
+        stopping.append(signum)
         child.send_signal(signum)
-        child.wait()
-        shutil.rmtree(temporary, ignore_errors=True)
-        print(f"score_parts: stopped by {signal.Signals(signum).name}; {temporary} removed.",
-              file=sys.stderr)  # fmt: skip
-        raise SystemExit(128 + signum)
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        return child.wait()
+        status = child.wait()
     except KeyboardInterrupt:  # the terminal sent the child SIGINT too
         child.wait()
-        shutil.rmtree(temporary, ignore_errors=True)
-        print(f"score_parts: interrupted; {temporary} removed.", file=sys.stderr)
-        raise SystemExit(130) from None
+        stopping.append(signal.SIGINT)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if stopping:
+        shutil.rmtree(temporary, ignore_errors=True)
+        how = "interrupted" if stopping[0] == signal.SIGINT else "stopped by SIGTERM"
+        print(f"score_parts: {how}; {temporary} removed.", file=sys.stderr)
+        raise SystemExit(128 + stopping[0])
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:
