@@ -252,3 +252,17 @@ def test_a_data_dir_that_is_no_folder_is_an_error(run, capsys, tmp_path):
     status, _out, err = verify(capsys, run, "--data_dir", tmp_path / "nowhere")
     assert status == 2
     assert f"--data_dir {tmp_path / 'nowhere'}: no such folder" in err
+
+
+def test_export_refuses_what_verify_refuses(run, capsys, tmp_path):
+    data, lines = read(run)
+    lines[0]["target"] = "2" if str(lines[0]["target"]) != "2" else "0"
+    write(run, data, lines)
+    reseal(run)
+    status = cli.main(["export", str(run), "--format", "hf", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert status == 2
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"dcpmi export: {run}") and "doc 0: logs target" in line
+    assert line.endswith("export writes only what dcpmi verify passes (it lists every difference).")
+    assert not (tmp_path / "out").exists()

@@ -10,12 +10,14 @@ from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.rescore import DEFAULT_TOLERANCE
 
 EXPORT_DESCRIPTION = """\
-Writes lm-eval results files of DC-PMI tasks (files, or --output_path folders) in a
-leaderboard's format: eee (Every Eval Ever records, with instance-level records from a run
-with --log_samples), hf (the Hub's .eval_results/<task>.yaml) or model-index (a model card's
-front matter). Every metric is exported. Refused, naming the file: a model named by a path
-(give --model_id), a partial run (--limit, --samples; --allow-partial marks it instead), a
-plugin version or domain premise other than the installed tasks' (--allow-other-version).
+Writes lm-eval results files of DC-PMI tasks (files, or --output_path folders, with the
+samples of --log_samples) in a leaderboard's format, after every check of dcpmi verify
+(documents and requests rebuilt from the data, every number recomputed): eee (Every Eval
+Ever records, with instance-level records), hf (the Hub's .eval_results/<task>.yaml) or
+model-index (a model card's front matter). Every metric is exported. Refused, naming the
+file: what verify refuses, a model named by a path (give --model_id), a partial run
+(--limit, --samples, --shard; --allow-partial marks it instead), a plugin version or domain
+premise other than the installed tasks' (--allow-other-version), two runs of one task.
 docs/leaderboards.md describes each field."""
 
 VERIFY_DESCRIPTION = """\
@@ -120,6 +122,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         help="the tokenizer that counts acc_avg's tokens, when "
         "the model is not at hand under its recorded name",
     )
+    parser.add_argument(
+        "--data_dir",
+        help="the data folder verify rebuilds the documents from (default: $DCPMI_DATA_DIR)",
+    )
 
 
 def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
@@ -168,7 +174,30 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
     rescoring.add_argument("--batch_size", type=int, default=8)
 
 
-def run_export(args: argparse.Namespace) -> int:
+def refuse_unverified(submissions: list, tokenizer: str | None, data_dir: str | None) -> None:
+    """``dcpmi verify``'s every check on each submission first: export writes only numbers
+    that the data and the logged loglikelihoods give (a ``DCPMIError`` naming the first
+    difference otherwise)."""
+    from lm_eval_dcpmi.leaderboard.verify import VerifyOptions, verify_submission
+
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise DCPMIError(
+            f"--data_dir {data_dir}: no such folder; give the evaluation data's folder."
+        )
+    options = VerifyOptions(tokenizer, data_dir)
+    for submission in submissions:
+        _checked, findings = verify_submission(submission, options)
+        if findings:
+            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+            raise DCPMIError(
+                f"{findings[0]}{more}; export writes only what dcpmi verify passes (it lists "
+                "every difference)."
+            )
+
+
+def run_export(args: argparse.Namespace, verify: bool = True) -> int:
+    """``dcpmi export``; ``verify``: run verify's checks first (the command always does;
+    tests of the formats alone on hand-made results do not)."""
     from lm_eval_dcpmi.leaderboard.benchmarks import parse_dataset_option
     from lm_eval_dcpmi.leaderboard.export import ExportOptions, export
     from lm_eval_dcpmi.leaderboard.identity import check_hub_id
@@ -191,6 +220,8 @@ def run_export(args: argparse.Namespace) -> int:
             tokenizer=args.tokenizer,
         )
         submissions = [read_submission(p, model_id) for p in results_files(args.results)]
+        if verify:
+            refuse_unverified(submissions, args.tokenizer, args.data_dir)
         written = export(submissions, options)
     except DCPMIError as error:
         print(f"dcpmi export: {error}", file=sys.stderr)
