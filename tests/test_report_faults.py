@@ -194,3 +194,30 @@ def test_a_folder_name_that_is_not_utf8_is_written_escaped(tmp_path, capsys):
     assert report_command([str(path)], str(tmp_path / "out")) == 0, capsys.readouterr().err
     text = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "run\\udce9" in text
+
+
+def test_results_nested_too_deep_are_one_line_for_report_verify_and_export(tmp_path, capsys):
+    path = tmp_path / f"results_{STAMP}.json"
+    path.write_text('{"results": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    export = ["export", str(path), "--format", "hf", "--out", str(tmp_path / "e")]
+    for command in (["report", str(path)], ["verify", str(path)], export):
+        status = cli.main(command)
+        err = capsys.readouterr().err
+        assert status == 2, command
+        assert "RecursionError" not in err and "Traceback" not in err
+        assert err.strip().endswith(
+            "JSON nested too deeply to read (thousands of levels); not a file lm-eval wrote."
+        )
+
+
+def test_ctrl_c_in_report_is_one_line(tmp_path, capsys, monkeypatch):
+    from lm_eval_dcpmi.report import command
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "report_command", interrupted)
+    assert (
+        cli.main(["report", str(ten_document_run(tmp_path)), "--out", str(tmp_path / "o")]) == 130
+    )
+    assert capsys.readouterr().err == "\ndcpmi report: interrupted; no file was changed.\n"
