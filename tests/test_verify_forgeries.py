@@ -266,3 +266,11 @@ def test_export_refuses_what_verify_refuses(run, capsys, tmp_path):
     assert line.startswith(f"dcpmi export: {run}") and "doc 0: logs target" in line
     assert line.endswith("export writes only what dcpmi verify passes (it lists every difference).")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_doc_id_that_is_no_number_is_named(run, capsys):
+    data, lines = read(run)
+    lines[7]["doc_id"] = "seven"
+    write(run, data, lines)
+    err = refused(capsys, run, "sample 8: doc_id 'seven' is not a document index")
+    assert "Traceback" not in err

@@ -301,8 +301,9 @@ def group_results(
         metric, comma, filter_name = key.partition(",")
         if not comma or metric.endswith("_stderr"):
             continue
-        values = [results[m].get(key) for m in members if key in results[m]]
-        errors = [results[m].get(f"{metric}_stderr,{filter_name}") for m in members]
+        having = [m for m in members if key in results[m]]
+        values = [results[m][key] for m in having]
+        errors = [results[m].get(f"{metric}_stderr,{filter_name}") for m in having]
         merged[key] = math.fsum(values) / len(values)
         numeric = [e for e in errors if isinstance(e, (int, float))]
         stderr_key = f"{metric}_stderr,{filter_name}"
