@@ -17,6 +17,26 @@ export DCPMI_REQUIRE_DATA=1
 venv=${DCPMI_VENV:-.venv}
 
 scripts/setup.sh
+# Every Eval Ever's own validator checks the exports (tests/test_leaderboard.py). Its package,
+# every-eval-ever 0.3.0, needs Python 3.12 or newer, so it gets an environment of its own,
+# made once and reused (~25 s, 460 MB).
+eee_venv=.venv-every-eval-ever
+if [ ! -x "$eee_venv/bin/python" ]; then
+  eee_base=""
+  for candidate in python3.13 python3.12 "$(pyenv root 2>/dev/null)"/versions/3.1[2-9]*/bin/python3; do
+    if "$candidate" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null; then
+      eee_base=$candidate; break
+    fi
+  done
+  if [ -n "$eee_base" ]; then
+    echo "setup: Every Eval Ever's validator in $eee_venv ($eee_base)"
+    "$eee_base" -m venv "$eee_venv"
+    "$eee_venv/bin/python" -m pip install --quiet every-eval-ever==0.3.0
+  else
+    echo "setup: no Python 3.12+ here, so Every Eval Ever's validator is not installed and its test is skipped"
+  fi
+fi
+if [ -x "$eee_venv/bin/python" ]; then export DCPMI_EEE_PYTHON=$PWD/$eee_venv/bin/python; fi
 "$venv/bin/ruff" check .
 "$venv/bin/ruff" format --check .
 # Two workers (pytest-xdist), tests handed out one by one (the workers share the lm_eval

@@ -524,3 +524,30 @@ def test_export_of_a_real_run_validates_with_its_instances(real_run, tmp_path, c
         if task != "dcpmi":  # the instance rows average to the task's value
             scores = per_result[item["evaluation_result_id"]]
             assert sum(scores) / len(scores) == pytest.approx(item["score_details"]["score"])
+
+
+@pytest.mark.slow
+def test_every_eval_evers_own_validator_passes_the_export_with_no_warning(shard_runs, tmp_path):
+    """The real validator of the every-eval-ever package (0.3.0, Python 3.12+: the
+    environment scripts/test.sh makes, named by DCPMI_EEE_PYTHON): the records, their path
+    rules and zero warnings, which its datastore's gate requires."""
+    import os
+    import subprocess
+
+    python = os.environ.get("DCPMI_EEE_PYTHON")
+    if not python:
+        pytest.skip("no every-eval-ever environment (scripts/test.sh makes one with Python 3.12+)")
+    status = cli.main(
+        ["export", str(shard_runs["whole"]), "--format", "eee", "--out", str(tmp_path)]
+    )
+    assert status == 0
+    files = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "data").rglob("*.json*"))
+    assert len(files) == 2  # the aggregate record and its instance-level records
+    done = subprocess.run(
+        [python, "-m", "every_eval_ever.validator.cli", *files, "--format", "json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    reports = json.loads(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr  # 1: errors, 2: warnings only
+    assert [(r["valid"], r["errors"], r["warnings"]) for r in reports] == [(True, [], [])] * 2
+    assert {r["file_type"] for r in reports} == {"aggregate", "instance"}
