@@ -10,6 +10,8 @@ calls the hook of that name here (this module never imports that one back):
   (first, so a user's ``--include_path`` can still override our tasks) and the folders of
   ``extra_task_folders``, and tells ``derive`` which derived YAMLs it indexed;
 * ``register_models``: the optional ``hf-prefix`` model backend, by name, lazily;
+* ``guard_answer_cache``: ``simple_evaluate`` with ``use_cache`` refuses an answer cache
+  recorded for another model (``option_checks.check_cache_owner``);
 * ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
   program as one message (``errors.install_excepthook``).
 
@@ -136,6 +138,23 @@ def register_models(_models: ModuleType) -> None:
     from lm_eval_dcpmi.harness.models import register_model
 
     register_model("hf-prefix", target="lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM")
+
+
+def guard_answer_cache(evaluator: ModuleType) -> None:
+    """``simple_evaluate`` with ``use_cache`` first checks that the answer cache is this
+    model's (``option_checks.check_cache_owner``): in plain ``lm_eval`` and the Python API
+    as in ``dcpmi run``."""
+    from lm_eval_dcpmi.harness.runs import check_before_simple_evaluate
+
+    check_before_simple_evaluate(evaluator, _check_cache_owner, enabled=plugin_on)
+
+
+def _check_cache_owner(model: object, model_args: object, use_cache: str) -> None:
+    from types import SimpleNamespace
+
+    from lm_eval_dcpmi.command.option_checks import check_cache_owner
+
+    check_cache_owner(SimpleNamespace(use_cache=use_cache, model=model, model_args=model_args))
 
 
 def on_lm_eval_cli(_main: ModuleType | None) -> None:

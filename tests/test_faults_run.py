@@ -507,3 +507,20 @@ def test_the_stopped_line_stays_last_after_an_open_progress_bar_closes(capsys):
     assert capsys.readouterr().err.endswith(
         "\ndcpmi: stopped by SIGTERM; temporary files removed.\n"
     )
+
+
+@pytest.mark.api
+@pytest.mark.usefixtures("data_dir")
+def test_lm_evals_own_answer_cache_is_refused_to_another_model(tmp_path):
+    import lm_eval
+
+    cache = str(tmp_path / "answers")
+    run = {"model": "dummy", "tasks": ["dcpmi_copa"], "limit": 2, "use_cache": cache}
+    lm_eval.simple_evaluate(**run, model_args="revision=a")
+    lm_eval.simple_evaluate(**run, model_args="revision=a")  # the same model: its answers
+    with pytest.raises(DCPMIError) as refused:
+        lm_eval.simple_evaluate(**run, model_args="revision=b")
+    assert str(refused.value).startswith(
+        f"--use_cache {cache}: the cache holds the answers of dummy with no pretrained "
+        "(revision=a) (answers.dcpmi-model.json), not of dummy with no pretrained (revision=b)"
+    )

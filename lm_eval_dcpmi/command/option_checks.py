@@ -159,9 +159,13 @@ def cache_owner(model: Any, model_args: Any) -> dict[str, Any]:
 
 def _describe(owner: dict[str, Any]) -> str:
     identity = owner.get("identity") or {}
-    name = identity.get("id") or owner.get("pretrained") or identity.get("local_name") or "?"
+    name = identity.get("id") or owner.get("pretrained") or identity.get("local_name")
+    details = [f"{k}={owner[k]}" for k in ("gguf_file", "revision", "dtype") if owner.get(k)]
     digest = identity.get("file_sha256")
-    return f"{owner.get('model')} {name}" + (f" (file sha256 {digest[:12]}...)" if digest else "")
+    if digest:
+        details.append(f"file sha256 {digest[:12]}...")
+    shown = f" ({', '.join(details)})" if details else ""
+    return f"{owner.get('model')} {name or 'with no pretrained'}{shown}"
 
 
 def check_cache_owner(config: Any) -> None:

@@ -15,8 +15,12 @@ enforces it. When lm-eval changes, this package is the one place to adapt.
 * ``index``: the task index (a registered task's YAML and config, without building it),
   the ``TaskManager`` patch that registers the plugin's task folders, and loading tasks
   by name (an unknown name as ``UnknownTask``).
-* ``models``: model registration, ``resolve_max_length``; ``hflm``: ``HFLM``'s hooks.
+* ``models``: model registration, loading a model by name, its loglikelihoods,
+  ``resolve_max_length``; ``hflm``: ``HFLM``'s hooks.
 * ``results``: the shape of logged samples.
+* ``requests``: a run's requests built again as lm-eval built them (``dcpmi verify``).
+* ``runs``: the request cache's folder, the results tracker, the dummy model's tokenizer,
+  and a check before each ``simple_evaluate`` (the answer cache's owner).
 * ``cli``: lm-eval's command-line parser, ``EvaluatorConfig`` and ``cli_evaluate``.
 
 This package's ``__init__`` imports nothing: ``_autoload`` runs inside lm-eval's own

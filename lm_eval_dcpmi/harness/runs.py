@@ -1,8 +1,12 @@
 """What ``dcpmi run`` checks around lm-eval's run: where lm-eval caches requests, the class
-that saves results and samples, and the dummy model's tokenizer."""
+that saves results and samples, the dummy model's tokenizer, and a check before every
+``simple_evaluate`` (the answer cache's owner, in plain ``lm_eval`` too)."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,3 +32,35 @@ def dummy_tokenizer_name() -> str | None:
     from lm_eval.models.dummy import DummyLM
 
     return getattr(DummyLM, "tokenizer_name", None)
+
+
+def check_before_simple_evaluate(
+    evaluator: Any, check: Callable[[Any, Any, str], None], enabled: Callable[[], bool]
+) -> None:
+    """Wrap ``evaluator.simple_evaluate`` (once): while ``enabled()``, a call with a model
+    named by a string and ``use_cache`` first runs ``check(model, model_args, use_cache)``.
+
+    0.4 and 0.5.0.dev1: ``simple_evaluate(model, model_args=None, tasks=None, ...,
+    use_cache=None, ...)`` (``lm_eval/evaluator.py``); lm-eval's command line calls it as
+    ``from lm_eval import simple_evaluate`` (``_cli/run.py``), which the package resolves
+    from the module at each call (``lm_eval/__init__.py``, ``__getattr__``).
+    """
+    original = evaluator.simple_evaluate
+    if getattr(original, "_dcpmi_patched", False):
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        if enabled():
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError:  # lm-eval's own error, as without the plugin
+                return original(*args, **kwargs)
+            given = bound.arguments
+            if isinstance(given.get("model"), str) and given.get("use_cache"):
+                check(given["model"], given.get("model_args"), given["use_cache"])
+        return original(*args, **kwargs)
+
+    simple_evaluate._dcpmi_patched = True  # type: ignore[attr-defined]
+    evaluator.simple_evaluate = simple_evaluate
