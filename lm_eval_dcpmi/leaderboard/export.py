@@ -73,7 +73,7 @@ def describe(metric: str) -> str:
 
 def refusals(submission: Submission, options: ExportOptions) -> list[str]:
     """Why ``submission`` must not be exported as it is (empty: it may)."""
-    from lm_eval_dcpmi.leaderboard.verify import model_findings, value_findings
+    from lm_eval_dcpmi.leaderboard.refusals import model_findings, value_findings
 
     found = [f"{finding}; dcpmi verify lists every problem" for finding in
              value_findings(submission) + model_findings(submission)]  # fmt: skip
