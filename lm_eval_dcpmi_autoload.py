@@ -24,7 +24,7 @@ SWITCH = "LM_EVAL_DCPMI_AUTOLOAD"
 HOOKS = {
     "lm_eval.tasks.manager": ("patch_task_manager", False),
     "lm_eval.models": ("register_models", False),
-    "lm_eval.evaluator": ("guard_answer_cache", False),
+    "lm_eval.evaluator": ("patch_evaluator", False),
     "lm_eval.__main__": ("on_lm_eval_cli", True),
 }
 

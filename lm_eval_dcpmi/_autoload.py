@@ -10,8 +10,9 @@ calls the hook of that name here (this module never imports that one back):
   (first, so a user's ``--include_path`` can still override our tasks) and the folders of
   ``extra_task_folders``, and tells ``derive`` which derived YAMLs it indexed;
 * ``register_models``: the optional ``hf-prefix`` model backend, by name, lazily;
-* ``guard_answer_cache``: ``simple_evaluate`` with ``use_cache`` refuses an answer cache
-  recorded for another model (``option_checks.check_cache_owner``);
+* ``patch_evaluator``: ``simple_evaluate`` with ``use_cache`` refuses an answer cache
+  recorded for another model (``option_checks.check_cache_owner``), and lm-eval
+  0.5.0.dev1 logs the true document ids under ``--samples``;
 * ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
   program as one message (``errors.install_excepthook``).
 
@@ -140,13 +141,18 @@ def register_models(_models: ModuleType) -> None:
     register_model("hf-prefix", target="lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM")
 
 
-def guard_answer_cache(evaluator: ModuleType) -> None:
+def patch_evaluator(evaluator: ModuleType) -> None:
     """``simple_evaluate`` with ``use_cache`` first checks that the answer cache is this
     model's (``option_checks.check_cache_owner``): in plain ``lm_eval`` and the Python API
-    as in ``dcpmi run``."""
-    from lm_eval_dcpmi.harness.runs import check_before_simple_evaluate
+    as in ``dcpmi run``. And lm-eval 0.5.0.dev1's samples name their true documents under
+    ``--samples`` (``harness.runs.true_doc_ids_in_logged_samples``)."""
+    from lm_eval_dcpmi.harness.runs import (
+        check_before_simple_evaluate,
+        true_doc_ids_in_logged_samples,
+    )
 
     check_before_simple_evaluate(evaluator, _check_cache_owner, enabled=plugin_on)
+    true_doc_ids_in_logged_samples(evaluator)
 
 
 def _check_cache_owner(model: object, model_args: object, use_cache: str) -> None:

@@ -64,3 +64,24 @@ def check_before_simple_evaluate(
 
     simple_evaluate._dcpmi_patched = True  # type: ignore[attr-defined]
     evaluator.simple_evaluate = simple_evaluate
+
+
+def true_doc_ids_in_logged_samples(evaluator: Any) -> None:
+    """lm-eval 0.5.0.dev1 logs wrong document ids under ``--samples`` (so ``--quick`` and
+    ``--shard`` too): its ``Task.doc_iterator`` gives each chosen document its index in the
+    split, and ``evaluator_utils._build_logged_samples`` then maps that index through the
+    ``--samples`` list again (``indices[doc_id]``), an ``IndexError`` or another document's
+    id. Wrapped here (once) to log the ids the instances carry, which are the true ones.
+    0.4's evaluator has no ``_build_logged_samples`` (it logs ``indices[doc_id]`` of
+    ids numbered 0, 1, ..., which is right): nothing to do.
+    """
+    original = getattr(evaluator, "_build_logged_samples", None)
+    if original is None or getattr(original, "_dcpmi_patched", False):
+        return
+
+    @functools.wraps(original)
+    def _build_logged_samples(task: Any, samples: Any, task_name: str) -> Any:
+        return original(task, None, task_name)
+
+    _build_logged_samples._dcpmi_patched = True  # type: ignore[attr-defined]
+    evaluator._build_logged_samples = _build_logged_samples

@@ -160,7 +160,12 @@ def _request_difference(logged: list[tuple[str, str]], built: list[tuple[str, st
 
 
 def _response_pair(value: Any) -> list[str]:
-    """An answer (loglikelihood, is greedy) as text: JSONL logs its numbers as strings."""
+    """An answer (loglikelihood, is greedy) as text: JSONL logs its numbers as strings.
+    The first repeat's, however deep it is wrapped (lm-eval 0.4 logs ``resps`` as
+    ``[[ll, greedy]]`` and ``filtered_resps`` as ``[ll, greedy]``; 0.5.0.dev1 both as
+    ``[[ll, greedy]]``)."""
+    while isinstance(value, (list, tuple)) and value and isinstance(value[0], (list, tuple)):
+        value = value[0]
     return [str(item) for item in value] if isinstance(value, (list, tuple)) else [str(value)]
 
 
@@ -208,8 +213,7 @@ def document_findings(
             filtered = sample["filtered_resps"]
             for index, (raw, kept) in enumerate(zip(resps, filtered, strict=False)):
                 # resps: each repeat's answer (one); filtered_resps: the answer kept
-                first = raw[0] if isinstance(raw, list) and raw else raw
-                if _response_pair(first) != _response_pair(kept):
+                if _response_pair(raw) != _response_pair(kept):
                     add(
                         "resps",
                         doc_id,

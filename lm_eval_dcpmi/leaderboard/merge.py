@@ -34,6 +34,7 @@ from typing import Any
 
 from lm_eval_dcpmi.command.shards import Shard
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.harness.results import logged_loglikelihood
 from lm_eval_dcpmi.leaderboard.identity import sanitized
 from lm_eval_dcpmi.leaderboard.portable import read_json, write_json
 from lm_eval_dcpmi.leaderboard.recompute import (
@@ -213,7 +214,7 @@ def _content_free(part: ShardTask, layout: Any) -> tuple[int, list[tuple[str, st
     if not carrier:
         raise DCPMIError(f"{part.run}: its first document carries no content-free requests.")
     keep = layout.n_requests(n, carrier=False)
-    lls = [_num(r[0]) for r in first["filtered_resps"][keep:]]
+    lls = [_num(logged_loglikelihood(r)) for r in first["filtered_resps"][keep:]]
     return keep, pairs[keep:], lls
 
 

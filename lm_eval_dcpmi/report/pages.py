@@ -73,7 +73,10 @@ def kept(key: str) -> bool:
 
 
 def _answer(response: Any) -> list[Any]:
-    """One request's answer ``[loglikelihood, is_greedy]`` as numbers (JSONL logs strings)."""
+    """One request's answer ``[loglikelihood, is_greedy]`` as numbers (JSONL logs strings;
+    lm-eval 0.5.0.dev1 wraps the pair in a list of repeats)."""
+    while isinstance(response[0], (list, tuple)):
+        response = response[0]
     ll, greedy = response
     return [float(ll), greedy in (True, "True", "true", 1, "1")]
 
