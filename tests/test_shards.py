@@ -244,3 +244,18 @@ def test_shard_results_keep_the_umask_mode(shard_runs):
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask
+
+
+@pytest.mark.api
+@pytest.mark.usefixtures("data_dir")
+def test_samples_of_a_share_log_their_documents_true_ids_in_every_release():
+    # lm-eval 0.5.0.dev1 maps the ids through the --samples list twice (the plugin's
+    # start-up hook undoes it: harness.runs.true_doc_ids_in_logged_samples)
+    import lm_eval
+
+    share = Shard(2, 3).indices(56)
+    results = lm_eval.simple_evaluate(
+        model="dummy", tasks=[SHARDED_TASK], samples={SHARDED_TASK: share}, log_samples=True
+    )
+    logged = [int(s["doc_id"]) for s in results["samples"][SHARDED_TASK]]
+    assert logged == share
