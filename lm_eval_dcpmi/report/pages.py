@@ -334,8 +334,21 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
             )
         ]
         table = comparisons.priors_table(rows) if priors else comparisons.calibration_table(rows)
-        sources = ", ".join(f"[`{run.source.name}`]({_link(run.source, page)})" for run in runs)
-        lines = [f"From {sources}.", "", *table]
+        used = [
+            run
+            for run in runs
+            if (comparisons.prior_rows(run) if priors else comparisons.calibration_rows(run))
+        ]
+        if len(used) > 4:  # one results file per task: the folder, not each file
+            folder = used[0].source.parent
+            lines = [
+                f"From the results files in [{folder.as_posix()}]({_link(folder, page)}).",
+                "",
+                *table,
+            ]
+        else:
+            sources = ", ".join(f"[`{r.source.name}`]({_link(r.source, page)})" for r in used)
+            lines = [f"From {sources}.", "", *table]
     else:
         lines = []
         for run, parts in join_parts(runs):
