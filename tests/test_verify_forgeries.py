@@ -94,8 +94,8 @@ def verify(capsys, *args) -> tuple[int, str, str]:
 
 def refused(capsys, folder: Path, *parts: str) -> str:
     """verify fails, with a line naming the file and task and holding ``parts``."""
-    status, _out, err = verify(capsys, folder)
-    assert status == 1, err
+    status, out, err = verify(capsys, folder)
+    assert status == 1, out + err
     lines = [line for line in err.splitlines() if all(part in line for part in parts)]
     assert lines, err
     assert lines[0].startswith(f"dcpmi verify: {folder}") and f"({SHARDED_TASK}" in lines[0]
@@ -195,7 +195,7 @@ def test_domain_requests_under_another_premise_are_refused(run, capsys):
     for line in lines:
         arguments = line["arguments"]
         for key in list(arguments)[3:6]:  # CB's domain block: requests 3-5
-            arguments[key]["arg_0"] = " the answer is:"
+            arguments[key]["arg_0"] = " Answer:"  # CB's own is " the answer is:"
     write(run, data, lines)
     reseal(run)
     refused(capsys, run, "request 3's context is ' Answer:'", "built from the data")

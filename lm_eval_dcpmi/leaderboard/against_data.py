@@ -269,3 +269,32 @@ def hash_findings(
             )
         )
     return found
+
+
+def recorded_digest_findings(task: TaskEntry, data_dir: str | None, where: str) -> list[Finding]:
+    """The recorded data digests against the files at hand, without building the task (when
+    it cannot be built, a changed file is still named as such)."""
+    import os
+
+    from lm_eval_dcpmi.data.digests import sha256_of
+    from lm_eval_dcpmi.data.loaders import locate
+    from lm_eval_dcpmi.errors import DCPMIError
+
+    root = data_dir or os.environ.get("DCPMI_DATA_DIR")
+    found = []
+    for file, digest in sorted((task.data_files or {}).items()):
+        try:
+            path = locate(file, root, folder=None)
+        except DCPMIError as error:
+            found.append(Finding(where, f"data file {file}: {error}"))
+            continue
+        here = sha256_of(path)
+        if here != digest:
+            found.append(
+                Finding(
+                    where,
+                    f"data file {file}: the file here has sha256 {here[:16]}..., but the run "
+                    f"read {digest[:16]}...: other data",
+                )
+            )
+    return found

@@ -38,6 +38,7 @@ from lm_eval_dcpmi.leaderboard.against_data import (
     first_few,
     hash_findings,
     is_index,
+    recorded_digest_findings,
     split_findings,
 )
 from lm_eval_dcpmi.leaderboard.rebuild import build_options, rebuild_task
@@ -165,6 +166,7 @@ def verify_task(
             options.include_path,
         )
     except DCPMIError as error:
+        findings += recorded_digest_findings(task, options.data_dir, results_where)
         return [*findings, Finding(results_where, f"cannot be built again here: {error}")]
     checked.split[task.name] = rebuilt.documents
     findings += data_findings(task, rebuilt, results_where)

@@ -333,6 +333,9 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
                 comparisons.prior_rows(run) if priors else comparisons.calibration_rows(run)
             )
         ]
+        if not rows:
+            what = "the priors study's reference contexts" if priors else "CC and BC"
+            return f"*No task of this set reports {what}.*\n"
         table = comparisons.priors_table(rows) if priors else comparisons.calibration_table(rows)
         used = [
             run
