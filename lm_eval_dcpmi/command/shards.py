@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lm_eval_dcpmi.command.quick_look import take_option
 from lm_eval_dcpmi.errors import DCPMIError
 
 SHARD_OPTION = "--shard"
@@ -54,20 +55,7 @@ def parse_shard(value: str, option: str = SHARD_OPTION) -> Shard:
 
 def split_shard(argv: Sequence[str]) -> tuple[Shard | None, list[str]]:
     """``--shard K/N`` (or ``--shard=K/N``) taken out of ``argv``: (the shard or None, the rest)."""
-    rest: list[str] = []
-    found: Shard | None = None
-    items = iter(argv)
-    for item in items:
-        option, equals, value = item.partition("=")
-        if option != SHARD_OPTION:
-            rest.append(item)
-            continue
-        if not equals:
-            value = next(items, "")
-        if found is not None:
-            raise DCPMIError(f"{SHARD_OPTION} is given twice; give it once.")
-        found = parse_shard(value)
-    return found, rest
+    return take_option(argv, SHARD_OPTION, parse_shard)
 
 
 def refuse_with(shard: Shard, options: Mapping[str, Any]) -> None:
