@@ -1,7 +1,8 @@
-"""The committed full-split results verify: `dcpmi verify` builds their documents and
-requests again from the data and recomputes every number from the compact samples (each
-request's loglikelihood) committed beside them. The smaller tasks here; the whole folder
-with `dcpmi verify docs/results/full` (a few minutes: HellaSwag's 80,336 requests)."""
+"""The committed results verify: `dcpmi verify` builds their documents and requests again
+from the data and recomputes every number from the compact samples (each request's
+loglikelihood) committed beside them. Every folder but the full splits whole here, and the
+full splits' smaller tasks; the whole folder with `dcpmi verify docs/results/full` (a few
+minutes: HellaSwag's 80,336 requests)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from helpers import ROOT
 
 from lm_eval_dcpmi.command import cli
 
-FULL = ROOT / "docs" / "results" / "full"
+RESULTS = ROOT / "docs" / "results"
+FULL = RESULTS / "full"
 SMALLER = ("dcpmi_copa", "dcpmi_cb", "dcpmi_rte", "dcpmi_obqa", "dcpmi_trec")
 
 
@@ -50,3 +52,26 @@ def test_every_full_split_commits_its_loglikelihoods_and_data_digests():
                 first = json.loads(next(lines))
             assert first["doc_id"] == 0 and first["filtered_resps"], samples
     assert len(tasks) == 16 and all(tasks.values())
+
+
+@pytest.mark.usefixtures("data_dir")
+@pytest.mark.parametrize("folder", ["limit100", "priors", "studies"])
+def test_every_other_committed_folder_verifies(capsys, folder):
+    files = sorted((RESULTS / folder).glob("results_*.json"))
+    assert files, f"docs/results/{folder} holds no results file"
+    status = cli.main(["verify", str(RESULTS / folder)])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    tasks = {t for path in files for t in json.loads(path.read_text())["n-samples"]}
+    recomputed = {
+        line.split(": ")[0] for line in out.splitlines() if "rebuilt and recomputed" in line
+    }
+    assert tasks <= recomputed
+    assert f"verified: {len(files)} results file(s), " in out
+
+
+@pytest.mark.fast
+def test_every_committed_folder_is_verified_here():
+    """A new folder under docs/results is verified by a test too (full: its smaller tasks)."""
+    folders = {p.name for p in RESULTS.iterdir() if p.is_dir()}
+    assert folders == {"full", "limit100", "priors", "studies"}

@@ -82,6 +82,12 @@ def test_a_samples_reader_finds_the_options_and_the_carrier_from_the_continuatio
     with pytest.raises(ValueError, match="not 2 or 5 blocks"):
         free.n_options([" a", " b", " b", " a"])
     assert layout.DEFAULT.n_options([" x"] * 2) == (1, False)
+    # an empty reference context's requests carry the premise's trailing whitespace (a
+    # RACE question ending in "\n "): the same options, as the priors study logs them
+    priors = layout.Layout(("domain", "empty"))
+    assert priors.n_options(["  a.", "  b."] * 2 + ["\n   a.", "\n   b."]) == (2, False)
+    with pytest.raises(ValueError):
+        priors.n_options(["  a.", "  b."] * 2 + ["\n   b.", "\n   a."])
 
 
 def test_the_first_reference_context_is_the_domain_premise():

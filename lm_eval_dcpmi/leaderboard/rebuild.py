@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi.checks import documents as checks
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.harness.requests import (
     BuildOptions,
@@ -37,6 +38,8 @@ class RebuiltDocument:
     doc: Any
     target: Any  # the task's doc_to_target, as lm-eval logs it
     arguments: list[tuple[str, str]]  # (context, continuation) per request, in order
+    gold: int  # the gold option's index, as the task decides it (doc_to_text for several inputs)
+    choices: list[str]  # doc_to_choice: the options (the contexts, for several inputs)
 
     @property
     def hashes(self) -> dict[str, str]:
@@ -126,6 +129,9 @@ def rebuild_task(
         doc = instances[0].doc
         arguments = [(str(i.arguments[0]), str(i.arguments[1])) for i in instances]
         # the target as each release's evaluator logs it: its task's doc_to_target
-        by_id[doc_id] = RebuiltDocument(doc_id, doc, task.doc_to_target(doc), arguments)
+        choices = checks.options(task, doc, doc_id)
+        gold = checks.gold_index(task, doc, doc_id, choices)
+        target = task.doc_to_target(doc)
+        by_id[doc_id] = RebuiltDocument(doc_id, doc, target, arguments, gold, choices)
     files = (task.config.metadata or {}).get("data_files") or {}
     return RebuiltTask(name, documents, dict(files), by_id, task)

@@ -10,6 +10,7 @@ so a number is recomputed one way only.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -130,11 +131,16 @@ def score_documents(
     counts: TokenCounts,
     where: str,
     content_free: dict[str, list[float]] | None = None,
+    golds: dict[int, int] | None = None,
+    characters: dict[int, list[int]] | None = None,
 ) -> tuple[list[ScoredDocument], list[Finding]]:
     """Every sample of ``task`` (each with its ``arguments``) decided again; what keeps a
     document from being recomputed, or differs from what its sample logs, as findings.
     ``content_free``: the carrier's content-free scores to decide CC with (default: those
-    of the carrier among ``samples``)."""
+    of the carrier among ``samples``); ``golds``: each document's gold index as its task
+    decides it (``dcpmi verify`` builds them again), else read off the sample's target;
+    ``characters``: each document's options' characters as its task counts them (those of
+    ``doc_to_choice``: the contexts, for several inputs), else the options' own."""
     layout = task_layout(task.config)
     metrics = scoring.task_metrics(layout.references, bool(layout.content_free))
     accuracies = [m for m in metrics if m.kind == "accuracy"]
@@ -143,17 +149,26 @@ def score_documents(
         documents = [document_options(s, where, layout) for s in samples]
     except ReportError as error:
         return [], [Finding(where, str(error))]
+    if golds is not None:
+        documents = [dataclasses.replace(d, gold=golds.get(d.doc_id, d.gold)) for d in documents]
     if content_free is None:
         content_free = next((d.content_free for d in documents if d.content_free), None)
     counter = counts.counter() if any(m.needs_tokenizer for m in accuracies) else None
     findings, scored = [], []
     for sample, doc in zip(samples, documents, strict=True):
         if doc.gold is None:
-            findings.append(Finding(where, f"doc {doc.doc_id}: its target names no option"))
+            several = len(set(doc.options)) == 1 and len(set(doc.contexts)) > 1
+            why = (
+                " (a task of several inputs: its gold option is the document's doc_to_text, "
+                "which dcpmi verify builds again from the data)"
+                if several
+                else ""
+            )
+            findings.append(Finding(where, f"doc {doc.doc_id}: its target names no option{why}"))
             continue
         pairs = list(zip(doc.contexts, doc.options, strict=True))
         n_tokens = [counter.split(c, o)[1] for c, o in pairs] if counter is not None else None
-        n_chars = [
+        n_chars = (characters or {}).get(doc.doc_id) or [
             len(o) - len(delimiter) if o.startswith(delimiter) else len(o) for o in doc.options
         ]
         try:

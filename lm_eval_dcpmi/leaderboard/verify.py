@@ -182,7 +182,13 @@ def verify_task(
     ]
     if len(rebuilt_samples) != len(by_id) or len(set(ids)) != len(ids):
         return findings  # the documents are not those of one run (named above)
-    scored, found = score_documents(task, rebuilt_samples, counts, where)
+    # each document's gold option and characters as the task decides them, from the data
+    built = [rebuilt.by_id[int(s["doc_id"])] for s in rebuilt_samples]
+    golds = {d.doc_id: d.gold for d in built}
+    characters = {d.doc_id: [len(choice) for choice in d.choices] for d in built}
+    scored, found = score_documents(
+        task, rebuilt_samples, counts, where, golds=golds, characters=characters
+    )
     findings += first_few(found)
     if not scored:
         return findings

@@ -12,8 +12,8 @@ writes ``report.md``, ``report.csv``, the figures (and ``intervals.csv`` with sa
 
 In README.md and docs/*.md, the text between ``<!-- results:NAME -->`` and
 ``<!-- /results:NAME -->`` is replaced: NAME ``<set>`` gives a caption and the main table
-of every run in the set (a mean row, a time column when the file has
-``dcpmi_task_seconds``; ``+figure`` after the name embeds the run's figure), NAME
+of every run in the set (with a mean row; ``+figure`` after the name embeds the run's
+figure), NAME
 ``<set>/<study group or task>`` that study's or task's table. A set with no results file
 gives a placeholder saying where to put one. Adding a run is: put its results file into
 ``docs/results/<set>/``, run this script, commit. ``--add RESULTS_FILE --set NAME`` does the
@@ -174,7 +174,7 @@ def _link(target: Path, page: Path) -> str:
     return Path(os.path.relpath(target, page.parent)).as_posix()
 
 
-def _mean_row(run: RunResults, seconds: dict[str, float] | None) -> str:
+def _mean_row(run: RunResults) -> str:
     tasks = run.tasks
     cells = []
     for method in METHODS:
@@ -183,10 +183,7 @@ def _mean_row(run: RunResults, seconds: dict[str, float] | None) -> str:
             cells.append(value_text(None))
         else:
             cells.append(value_text(math.fsum(values) / len(values)))  # type: ignore[arg-type]
-    line = f"| *mean ({len(tasks)} tasks)* | | " + " | ".join(cells) + " |"
-    if seconds is not None:
-        line += f" {sum(seconds.get(row.task, 0.0) for row in tasks):.0f} |"
-    return line
+    return f"| *mean ({len(tasks)} tasks)* | | " + " | ".join(cells) + " |"
 
 
 def join_parts(runs: list[RunResults]) -> list[tuple[RunResults, list[RunResults]]]:
@@ -206,12 +203,7 @@ def join_parts(runs: list[RunResults]) -> list[tuple[RunResults, list[RunResults
                 (row for run in group for row in run.tasks),
                 key=lambda row: order.get(row.task, len(order)),
             )
-            data = dict(group[0].data)
-            seconds = [run.data.get("dcpmi_task_seconds") for run in group]
-            data.pop("dcpmi_task_seconds", None)
-            if all(isinstance(part, dict) for part in seconds):
-                data["dcpmi_task_seconds"] = {k: v for part in seconds for k, v in part.items()}
-            joined.append((dataclasses.replace(group[0], rows=rows, data=data), group))
+            joined.append((dataclasses.replace(group[0], rows=rows), group))
         else:
             joined += [(run, [run]) for run in group]
     return joined
@@ -262,26 +254,11 @@ def _caption(run: RunResults, page: Path) -> str:
 def _run_table(
     run: RunResults, page: Path, figure: bool, parts: list[RunResults] | None = None
 ) -> list[str]:
-    seconds = run.data.get("dcpmi_task_seconds")
     lines = report.markdown_table(run).rstrip("\n").splitlines()
-    if isinstance(seconds, dict):
-        lines[0] += " Time (s) |"
-        lines[1] += "---:|"
-        for i, row in enumerate(run.main_rows, start=2):
-            value = seconds.get(row.task)
-            lines[i] += f" {value} |" if value is not None else " |"
-    else:
-        seconds = None
     if len(run.tasks) > 1 and not any(row.is_group for row in run.main_rows):
-        lines.append(_mean_row(run, seconds))
+        lines.append(_mean_row(run))
     caption = _parts_caption(run, parts, page) if parts and len(parts) > 1 else _caption(run, page)
     out = [caption, "", *lines]
-    if seconds is not None:
-        out += [
-            "",
-            "Time: each task's wall time in seconds, model loading excluded "
-            "(`scripts/evaluate_tasks.py`).",
-        ]
     if figure and not (parts and len(parts) > 1):  # figures are per results file
         assert run.source is not None
         path = run.source.parent / figure_name(run)

@@ -107,9 +107,15 @@ def request_pairs(arguments: Any) -> list[tuple[str, str]]:
     return [(str(args[0]), str(args[1])) for args in arguments]
 
 
-def _gold(target: Any, options: Sequence[str]) -> int | None:
+def _gold(target: Any, requests: Sequence[tuple[str, str]]) -> int | None:
     """The gold index: ``target`` is an index (logged as a string in JSONL) or the option text
-    (as written, or without the delimiter lm-eval put in front of it)."""
+    (as written, or without the delimiter lm-eval put in front of it). None for a task of
+    several inputs (Winogrande's form, COPA Flipped): its options are the contexts and its
+    target the one continuation they share, so the gold index is the document's
+    ``doc_to_text``, which a sample does not log (``dcpmi verify`` builds it again)."""
+    options = [option for _context, option in requests]
+    if len(requests) > 1 and len(set(options)) == 1 and len({c for c, _ in requests}) > 1:
+        return None
     if isinstance(target, list):
         target = target[0] if len(target) == 1 else None
     if isinstance(target, (int, float)) and not isinstance(target, bool):
@@ -151,7 +157,7 @@ def document_options(
         conditional=scores.conditional,
         references=scores.references,
         content_free=scores.content_free,
-        gold=_gold(sample.get("target"), [c for _, c in blocks.conditional]),
+        gold=_gold(sample.get("target"), blocks.conditional),
     )
 
 

@@ -70,7 +70,10 @@ class Layout:
     def n_options(self, continuations: Sequence[str]) -> tuple[int, bool]:
         """(options, is the carrier) of a document from its requests' continuations alone
         (a samples file): the block count that divides them into equal blocks scoring the
-        same continuations. A plain document is tried first."""
+        same continuations. A plain document is tried first. Continuations count as the
+        same up to leading whitespace: an empty reference context's requests carry the
+        premise's trailing whitespace in front of the option (``DCPMITask.construct_requests``),
+        which some documents have (a RACE question ending in a newline)."""
         total = len(continuations)
         counts = [(len(self.block_names(False)), False)]
         if self.content_free:
@@ -78,7 +81,7 @@ class Layout:
         for blocks, carrier in counts:
             if total and total % blocks == 0:
                 n = total // blocks
-                if all(continuations[i] == continuations[i % n] for i in range(total)):
+                if all(_same(continuations[i], continuations[i % n]) for i in range(total)):
                     return n, carrier
         raise ValueError(
             f"{total} requests are not {' or '.join(str(b) for b, _ in counts)} blocks scoring "
@@ -143,3 +146,7 @@ def labelled(per_request: Sequence[T]) -> list[tuple[str, int, T]]:
     """
     conditional, _ = conditional_and_domain(per_request)
     return DEFAULT.labelled(per_request, len(conditional), False)
+
+
+def _same(continuation: str, option: str) -> bool:
+    return continuation == option or continuation.lstrip() == option.lstrip()
