@@ -13,16 +13,27 @@ Layers = list[tuple[torch.Tensor, torch.Tensor]]
 
 @dataclass
 class Kept:
-    """A kept pass's cache: keys and values per layer [rows, heads, slots, dim], and which
-    slots hold a token (the others are padding, masked out for the rows' children)."""
+    """A kept pass's cache: keys and values per layer [rows, heads, slots, dim], which
+    slots hold a token (the others are padding, masked out for the rows' children) and
+    each slot's position in its sequence (for sliding-window masks)."""
 
     layers: Layers
     valid: torch.Tensor  # [rows, slots] bool
+    positions: torch.Tensor  # [rows, slots] long
 
 
 def output_cache(out: Any) -> Any:
     cache = getattr(out, "cache", None)
     return cache if cache is not None else getattr(out, "past_key_values", None)
+
+
+def empty_cache() -> Any:
+    """A cache of plain layers that keep every slot. A model builds its own from its
+    config, which for sliding-window layers drops the slots that fall out of the window;
+    ``hf-prefix`` keeps them, and its masks say which slots each token sees."""
+    from transformers.cache_utils import DynamicCache
+
+    return DynamicCache()
 
 
 def layer_tensors(cache: Any) -> Layers | None:

@@ -23,9 +23,11 @@ The loglikelihoods and ``is_greedy`` flags are those of ``hf`` up to floating-po
 rounding (the same logits, computed in different matrix shapes). Requests that
 ``hf`` would left-truncate (context + continuation longer than ``max_length + 1``
 tokens), the windows of ``loglikelihood_rolling`` and seq2seq models go through
-``HFLM``'s own code unchanged; so does everything when the model's cache is not a
-plain ``DynamicCache`` (sliding-window or linear-attention layers, old transformers)
-or when the self-check at start-up finds that cached and uncached scoring disagree.
+``HFLM``'s own code unchanged; so does everything when the model cannot be driven with a
+plain ``DynamicCache`` (linear-attention or chunked layers, old transformers) or when the
+self-check at start-up finds that cached and uncached scoring disagree. Sliding-window
+layers get a mask of their own, limited to the window (``check``); should that fail
+the check, only the requests longer than the window go through ``HFLM``'s code.
 
 Several processes (``accelerate launch``, one per GPU): every process runs the
 self-check and the processes agree on its outcome in one collective call in
@@ -53,7 +55,13 @@ from tqdm import tqdm
 
 from lm_eval_dcpmi.harness.hflm import HookedHFLM
 from lm_eval_dcpmi.hf_prefix import kernels
-from lm_eval_dcpmi.hf_prefix.cache import Kept, gather_cache, layer_tensors, output_cache
+from lm_eval_dcpmi.hf_prefix.cache import (
+    Kept,
+    empty_cache,
+    gather_cache,
+    layer_tensors,
+    output_cache,
+)
 from lm_eval_dcpmi.hf_prefix.check import SelfCheck, Setup
 from lm_eval_dcpmi.hf_prefix.schedule import (
     PACK_ROW,
@@ -115,6 +123,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         self._workers = int(prefix_workers) if prefix_workers not in (None, "") else cores
         # Before the self-check, which then checks the packed weights too.
         self._packed = kernels.use_packed(self.model, self.device, prefix_kernels, self._autocast)
+        self._told_window = False  # the line on requests past a sliding window: said once
         # Every process gets here, in the same order: the one place for the collective
         # call that makes all processes take the self-check's decision together.
         self._setup: Setup | None = self._decide_setup() if self.backend == "causal" else None
@@ -139,6 +148,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
             desc="Running loglikelihood requests (shared prefixes)",
         )
         truncated = over_length(requests, self.max_length)
+        truncated = sorted({*truncated, *self._past_window(requests, setup)})
         pairs = unique_pairs(requests, skip=truncated)
 
         def on_answer(index: int, answer: Answer) -> None:
@@ -160,6 +170,25 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         self._score(list(pairs), self._budget(batch_size, pairs, setup), answers.score, setup)
         pbar.close()
         return answers.in_request_order()
+
+    def _past_window(self, requests: Sequence[Request], setup: Setup) -> list[int]:
+        """Without window masks (``Setup.window_masks``): the requests whose input is
+        longer than the sliding window, where sliding and full attention differ; said
+        once, in one line."""
+        window = setup.window
+        if window is None or setup.window_masks:
+            return []
+        past = [i for i, (_, c, x) in enumerate(requests) if len(c) + len(x) - 1 > window]
+        if past and not self._told_window:
+            self._told_window = True
+            log.warning(
+                "hf-prefix: %d of %d requests are longer than the model's sliding window "
+                "(%d tokens) and go through hf's scoring (see the start-up warning).",
+                len(past),
+                len(requests),
+                window,
+            )
+        return past
 
     def _budget(self, batch_size: int, pairs: Sequence[Pair], setup: Setup) -> Budget:
         """Calls no larger than hf's largest (batch_size rows of the longest request); the
@@ -289,15 +318,20 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         own = segment >= 0
         causal = torch.ones(width, width, dtype=torch.bool).tril()
         allowed = _sees(step.rows, segment) & causal  # [rows, q, k]
+        key_positions = positions
         kwargs: dict[str, Any] = {"use_cache": step.keep, "position_ids": positions}
+        if step.keep:  # a cache of plain layers, keeping every slot (cache.empty_cache)
+            kwargs[setup.cache_arg] = empty_cache()
         if parent is not None:
             rows = [row.parent for row in step.rows]
-            parent_ok = parent.valid[torch.tensor(rows, device=parent.valid.device)].cpu()
+            picked = torch.tensor(rows, device=parent.valid.device)
+            parent_ok = parent.valid[picked].cpu()
             allowed = torch.cat([parent_ok[:, None, :].expand(-1, width, -1), allowed], -1)
             own = torch.cat([parent_ok, own], -1)
+            key_positions = torch.cat([parent.positions[picked].cpu(), positions], -1)
             kwargs[setup.cache_arg] = gather_cache(parent.layers, rows, self.device)
             kwargs["use_cache"] = True
-        kwargs["attention_mask"] = self._mask_4d(allowed[:, None])
+        kwargs["attention_mask"] = self._masks(allowed, positions, key_positions, setup)
         columns = sorted({column for _, column, _, _ in where}) or [width - 1]
         if setup.keep_arg is not None:  # only these positions go through the LM head
             kwargs[setup.keep_arg] = torch.tensor(columns)
@@ -319,7 +353,30 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         if not step.keep:
             return None
         layers = layer_tensors(output_cache(out))
-        return None if layers is None else Kept(layers, own.to(self.device))
+        if layers is None:
+            return None
+        return Kept(layers, own.to(self.device), key_positions.to(self.device))
+
+    def _masks(
+        self,
+        allowed: torch.Tensor,
+        positions: torch.Tensor,
+        key_positions: torch.Tensor,
+        setup: Setup,
+    ) -> torch.Tensor | dict[str, torch.Tensor]:
+        """The attention mask of each kind of layer, from ``allowed`` [rows, q, k]: sliding
+        layers see only keys less than the window behind the query (transformers'
+        ``sliding_window_overlay``, on the tokens' positions). One kind: its mask; several
+        (Gemma 2 and 3, Qwen2 with some layers sliding): a dict by kind, which their
+        forward takes in place of making its own."""
+        masks = {}
+        for kind in setup.kinds:
+            seen = allowed
+            if kind == "sliding_attention" and setup.window_masks and setup.window is not None:
+                distance = positions[:, :, None] - key_positions[:, None, :]
+                seen = allowed & (distance < setup.window)
+            masks[kind] = self._mask_4d(seen[:, None]).to(self.device)
+        return masks[setup.kinds[0]] if len(masks) == 1 else masks
 
     def _mask_4d(self, allowed: torch.Tensor) -> torch.Tensor:
         """A custom 4D mask in the form the model's attention takes (bool for sdpa)."""
