@@ -145,14 +145,24 @@ def patch_evaluator(evaluator: ModuleType) -> None:
     """``simple_evaluate`` with ``use_cache`` first checks that the answer cache is this
     model's (``option_checks.check_cache_owner``): in plain ``lm_eval`` and the Python API
     as in ``dcpmi run``. And lm-eval 0.5.0.dev1's samples name their true documents under
-    ``--samples`` (``harness.runs.true_doc_ids_in_logged_samples``)."""
+    ``--samples`` (``harness.runs.true_doc_ids_in_logged_samples``). And a DC-PMI task
+    scored through a served model first checks that the server returns prompt
+    log-probabilities (``harness.servers``)."""
     from lm_eval_dcpmi.harness.runs import (
         check_before_simple_evaluate,
         true_doc_ids_in_logged_samples,
     )
+    from lm_eval_dcpmi.harness.servers import check_servers_before_evaluate
 
     check_before_simple_evaluate(evaluator, _check_cache_owner, enabled=plugin_on)
     true_doc_ids_in_logged_samples(evaluator)
+    check_servers_before_evaluate(evaluator, _is_dcpmi_task, enabled=plugin_on)
+
+
+def _is_dcpmi_task(task: object) -> bool:
+    from lm_eval_dcpmi.tasks.task import DCPMITask
+
+    return isinstance(task, DCPMITask)
 
 
 def _check_cache_owner(model: object, model_args: object, use_cache: str) -> None:

@@ -21,6 +21,8 @@ enforces it. When lm-eval changes, this package is the one place to adapt.
 * ``requests``: a run's requests built again as lm-eval built them (``dcpmi verify``).
 * ``runs``: the request cache's folder, the results tracker, the dummy model's tokenizer,
   and a check before each ``simple_evaluate`` (the answer cache's owner).
+* ``servers``: lm-eval's API models (``TemplateAPI``) and a check before each
+  ``evaluate`` that a served model returns prompt log-probabilities.
 * ``cli``: lm-eval's command-line parser, ``EvaluatorConfig`` and ``cli_evaluate``.
 
 This package's ``__init__`` imports nothing: ``_autoload`` runs inside lm-eval's own
