@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: sets everything up on a fresh machine, then lints and tests,
-# with the newest lm-eval that pyproject.toml allows, then with the oldest and with the
-# pre-release it allows too (each in its own environment, .venv-lm-eval-<version>). Extra
+# with the newest lm-eval that pyproject.toml allows, then with vLLM (.venv-vllm), then
+# with the oldest lm-eval and with the pre-release it allows too (each in its own
+# environment, .venv-lm-eval-<version>). Extra
 # arguments go to every pytest run (e.g. `scripts/test.sh -k copa`). The tests read the
 # real data files from $DCPMI_DATA_DIR (default ../shared/data): without them pytest stops
 # with one message (DCPMI_REQUIRE_DATA=1; a plain `pytest` skips the tests that need the
@@ -44,6 +45,12 @@ if [ -x "$eee_venv/bin/python" ]; then export DCPMI_EEE_PYTHON=$PWD/$eee_venv/bi
 # time is one core's (lm_eval's start-up, loading the model and the data).
 parallel=(-n "${DCPMI_TEST_WORKERS:-2}" --dist load)
 "$venv/bin/python" -m pytest -q "${parallel[@]}" "$@"
+
+# vLLM: lm-eval's vllm backend and local-completions against `vllm serve`, scoring as hf
+# (tests/test_vllm.py, marked `vllm`), in the environment scripts/setup-vllm.sh makes once
+# (vLLM's CPU build, ~3 GB; ~30 s when it is there). One worker: vLLM binds every core.
+scripts/setup-vllm.sh
+.venv-vllm/bin/python -m pytest -q -m vllm tests/test_vllm.py "$@"
 
 # The other releases: every test that needs no model, and the few marked `api` that run it
 # through lm-eval's Python API (where releases differ; OTHER_RELEASES in tests/helpers.py);

@@ -40,7 +40,10 @@ FAMILIES = {
     "gpt_neox": {},
     "opt": {"word_embed_proj_dim": 64, "ffn_dim": 128},
 }
-SLIDING = {"mistral": ("sliding_attention",), "gemma3_text": ("sliding_attention", "full_attention")}
+SLIDING = {
+    "mistral": ("sliding_attention",),
+    "gemma3_text": ("sliding_attention", "full_attention"),
+}
 
 
 @pytest.fixture(scope="module")
