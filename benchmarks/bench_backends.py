@@ -25,11 +25,12 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import machine
 
 DOCUMENTS = {"dcpmi_race_h": 24, "dcpmi_hellaswag": 40, "dcpmi_sst2": 100}
 BACKENDS = ("hf", "hf-prefix", "vllm", "vllm-prefix-caching")
@@ -103,16 +104,6 @@ def _hf_positions(lm, context: str, continuation: str) -> int:
     return len(context_tokens) + len(continuation_tokens) - 1
 
 
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
 def versions() -> dict[str, str]:
     import importlib.metadata as metadata
 
@@ -180,10 +171,13 @@ def main() -> None:
             sys.exit(f"bench_backends: {backend} failed:\n{completed.stderr[-3000:]}")
         results[backend] = json.loads(lines[-1].removeprefix("RECORD "))
     reference = results["hf"]
+    host = machine()
     tokens = sum(reference["tokens"].values())
     record = {
         "date": datetime.date.today().isoformat(),
-        "cpu": cpu_name(),
+        "cpu": host["cpu"],
+        "isa": host["isa"],
+        "commit": host["commit"],
         "cores": os.cpu_count(),
         "model": args.model if not Path(args.model).exists() else Path(args.model).name,
         "versions": versions(),

@@ -28,7 +28,7 @@ size (share of the task's ``hf`` tokens); ``--tasks`` a comma-separated subset;
 
 **The suite, timed** (``--full DIR``): the above, then ``hf-prefix`` on the task's whole
 split, timed (model load and request building apart), with the positions it forwards,
-the useful FLOPs (``profile_prefix.useful_flops``), and the matmul peak of the same
+the useful FLOPs (``common.useful_flops``), and the matmul peak of the same
 process at the model's shapes (``torch.matmul``, the threads torch has). Efficiency is
 the time the useful FLOPs take at that peak over the measured wall. Each task is its own
 record, ``DIR/<task>.json`` (``DIR/<task>.part-K-of-N.json`` with ``--part K/N``: the
@@ -42,39 +42,26 @@ suite's total is given only when every task of the 16 is recorded whole.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from common import (
+    Encoded,
+    encode,
+    load_model,
+    machine,
+    matmul_peak,
+    model_shapes,
+    sample_documents,
+    useful_flops,
+)
 
 TOLERANCE = 1e-4
-Encoded = tuple[Any, list[int], list[int]]
-
-
-def encode(lm: Any, instances: Sequence[Any]) -> list[Encoded]:
-    """The requests as ``HFLM._loglikelihood_tokens`` receives them (lm-eval's own
-    encoding: ``loglikelihood`` runs with a recorder in place of the scoring)."""
-    recorded: list[Encoded] = []
-
-    def record(requests: list[Encoded], *args: Any, **kwargs: Any) -> list[tuple[float, bool]]:
-        recorded.extend(requests)
-        return [(0.0, False)] * len(requests)
-
-    lm._loglikelihood_tokens = record  # instance attribute: shadows the method
-    try:
-        lm.loglikelihood(list(instances), disable_tqdm=True)
-    finally:
-        del lm._loglikelihood_tokens
-    return recorded
 
 
 def token_counts(requests: Sequence[Encoded], lm: Any) -> dict[str, int]:
@@ -96,20 +83,6 @@ def token_counts(requests: Sequence[Encoded], lm: Any) -> dict[str, int]:
         "hf_prefix": tree_tokens(build_tree(pairs)),
         "hf_prefix_padded": padded,
     }
-
-
-def sample_documents(doc_ids: Sequence[int], want: int, blocks: int) -> list[int]:
-    """About ``want`` documents in ``blocks`` runs of consecutive ids, evenly spread."""
-    if want >= len(doc_ids):
-        return list(doc_ids)
-    blocks = max(1, min(blocks, want))
-    size = max(1, want // blocks)
-    step = len(doc_ids) / blocks
-    chosen: list[int] = []
-    for b in range(blocks):
-        start = int(b * step)
-        chosen.extend(doc_ids[start : start + size])
-    return sorted(set(chosen))
 
 
 class Forwarded:
@@ -239,7 +212,6 @@ def within_tolerance(record: dict[str, Any]) -> bool:
 def time_full_split(lm: Any, requests: Sequence[Encoded]) -> dict[str, Any]:
     """``hf-prefix`` over every request of the split: wall, CPU time, forwarded positions,
     useful FLOPs and their rate."""
-    from profile_prefix import useful_flops
 
     flops = useful_flops(lm, requests)
     load_before = os.getloadavg()
@@ -277,53 +249,6 @@ def peak_seconds(flops: dict[str, Any], peak: dict[str, float], config: Any) -> 
     per_token *= config.num_hidden_layers
     per_head = 2 * hidden * vocab / (rate[(hidden, vocab)] * 1e9)
     return flops["tree_tokens"] * per_token + flops["scored_positions"] * per_head
-
-
-def model_shapes(config: Any) -> list[tuple[int, int, int]]:
-    hidden, inner, vocab = config.hidden_size, config.intermediate_size, config.vocab_size
-    kv = config.num_key_value_heads * (hidden // config.num_attention_heads)
-    return [(512, hidden, inner), (512, inner, hidden), (512, hidden, hidden), (512, hidden, kv),
-            (256, hidden, vocab)]  # fmt: skip
-
-
-def machine() -> dict[str, Any]:
-    import importlib.metadata
-    import re
-
-    import torch
-
-    cpu, isa = "unknown", []
-    if Path("/proc/cpuinfo").exists():
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
-        cpu = found.group(1).strip() if found else cpu
-        # Virtual CPUs often hide their model ("Intel(R) Xeon(R) Processor"): the vector
-        # extensions tell an AMD EPYC from a Xeon with AMX.
-        found = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
-        flags = set(found.group(1).split()) if found else set()
-        isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
-    import subprocess
-
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
-    return {
-        "date": datetime.datetime.now().isoformat(timespec="minutes"),
-        "commit": commit + ("+changes" if dirty else ""),
-        "cpu": cpu,
-        "isa": isa,
-        "cpus": len(os.sched_getaffinity(0)),
-        "torch_threads": torch.get_num_threads(),
-        "load_average_at_start": os.getloadavg(),
-        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "python": platform.python_version(),
-        "versions": {
-            p: importlib.metadata.version(p)
-            for p in ("torch", "transformers", "lm_eval", "lm-eval-dcpmi")
-        },
-    }
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -384,34 +309,12 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def load_model(
-    batch_size: int, threads: int | None, extra: str = ""
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The embedded model as ``hf-prefix`` on the CPU (``threads`` torch threads), a
-    TaskManager that knows the plugin's tasks, and the model arguments."""
-    import torch
-
-    if threads:
-        torch.set_num_threads(threads)
-    from lm_eval.tasks import TaskManager
-
-    from lm_eval_dcpmi import embedded, task_configs_dir
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
-
-    model_args = embedded.model_args()
-    extra_args = dict(item.split("=", 1) for item in extra.split(",") if item)  # k=v,k=v
-    lm = PrefixHFLM(**model_args, **extra_args, device="cpu", batch_size=batch_size)
-    manager = TaskManager(include_path=str(task_configs_dir()), metadata=model_args)
-    return lm, manager, model_args
-
-
 def record_name(task: str, part: tuple[int, int] | None) -> str:
     return f"{task}.part-{part[0]}-of-{part[1]}.json" if part else f"{task}.json"
 
 
 def run_full(names: Sequence[str], manager: Any, lm: Any, args: argparse.Namespace) -> None:
     """Each task's record in ``args.full`` (those there are kept: the run resumes)."""
-    from profile_prefix import matmul_peak
 
     args.full.mkdir(parents=True, exist_ok=True)
     peak = matmul_peak(model_shapes(lm.model.config))

@@ -4,7 +4,7 @@ machine's measured matmul peak.
 For each task (default: HellaSwag and RACE-H, the suite's longest), in one process with
 the embedded model loaded once:
 
-1. a sample of documents spread evenly over the split (``bench_suite.sample_documents``),
+1. a sample of documents spread evenly over the split (``common.sample_documents``),
    its requests encoded as lm-eval encodes them, scored once to warm up, once timed and
    once under ``torch.profiler`` (CPU, shapes, FLOPs);
 2. the profile's self CPU time per operator, grouped: the LM head's matmuls (the
@@ -32,15 +32,20 @@ import argparse
 import datetime
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_suite import encode, load_model, machine, model_shapes, sample_documents  # noqa: E402
+from common import (
+    encode,
+    load_model,
+    machine,
+    matmul_peak,
+    model_shapes,
+    sample_documents,
+    useful_flops,
+)
 
 GROUPS = {
     "attention (SDPA fused CPU kernel)": ("flash_attention", "_scaled_dot_product_flash"),
@@ -129,77 +134,6 @@ def profile_sample(lm: Any, requests: Sequence[Any], vocab: int) -> dict[str, An
             for k, v in sorted(groups.items(), key=lambda kv: -kv[1]["self_s"])
         },
         "torch": torch.__version__,
-    }
-
-
-def matmul_peak(shapes: Sequence[tuple[int, int, int]], seconds: float = 1.0) -> dict[str, float]:
-    """GFLOP/s of ``torch.matmul`` in fp32 at each (m, k, n), over about ``seconds``: the
-    better of one matmul on all of torch's threads and one single-threaded matmul per
-    thread at once (how ``hf-prefix``'s workers run), so the peak is not understated."""
-    import threading
-
-    import torch
-
-    threads = torch.get_num_threads()
-
-    def loop(a: Any, b: Any, counts: list[int], stop: float) -> None:
-        while time.perf_counter() < stop:
-            torch.matmul(a, b)
-            counts.append(1)
-
-    found = {}
-    for m, k, n in shapes:
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        rates = []
-        for workers in sorted({1, threads}):
-            torch.set_num_threads(threads // workers)
-            torch.matmul(a, b)
-            counts: list[int] = []
-            start = time.perf_counter()
-            pool = [
-                threading.Thread(target=loop, args=(a, b, counts, start + seconds))
-                for _ in range(workers)
-            ]
-            for thread in pool:
-                thread.start()
-            for thread in pool:
-                thread.join()
-            rates.append(2 * m * k * n * len(counts) / (time.perf_counter() - start) / 1e9)
-        torch.set_num_threads(threads)
-        found[f"{m}x{k} @ {k}x{n}"] = round(max(rates), 1)
-    return found
-
-
-def useful_flops(lm: Any, requests: Sequence[Any]) -> dict[str, float]:
-    """What the sample needs: every prefix-tree token once through the layers (2 FLOPs a
-    non-embedding parameter), the LM head at each scored position (2 x hidden x vocab)."""
-    from lm_eval_dcpmi.hf_prefix.schedule import Pass, plan, unique_pairs
-    from lm_eval_dcpmi.hf_prefix.tree import build_tree, tree_tokens
-
-    pairs = list(unique_pairs(requests))
-    tree = build_tree(pairs)
-    tokens = tree_tokens(tree)
-    padded = sum(
-        len(step.rows) * step.width
-        for step in plan(tree, lm._budget(int(lm.batch_size), pairs, lm._setup))
-        if isinstance(step, Pass)
-    )
-    config = lm.model.config
-    head = 2 * config.hidden_size * config.vocab_size
-    layers = 2 * sum(
-        p.numel()
-        for name, p in lm.model.named_parameters()
-        if "embed" not in name and "lm_head" not in name
-    )
-    scored = sum(len(continuation) for _, continuation in pairs)
-    return {
-        "tree_tokens": tokens,
-        "padded_positions": padded,
-        "scored_positions": scored,
-        "layer_gflop_per_token": round(layers / 1e9, 4),
-        "head_gflop_per_position": round(head / 1e9, 4),
-        "useful_gflop": round((tokens * layers + scored * head) / 1e9, 2),
-        "padding_gflop": round((padded - tokens) * layers / 1e9, 2),
     }
 
 

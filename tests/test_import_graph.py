@@ -114,6 +114,26 @@ def test_every_import_of_ours_names_a_module():
     assert not unknown, "imports naming no module of the package:\n" + "\n".join(unknown)
 
 
+def script_graph(root: Path) -> dict[str, set[str]]:
+    """``benchmarks/`` and ``scripts/``: each script -> the scripts of its folder it imports
+    (a script's folder is on ``sys.path`` when it runs, so they import each other by name)."""
+    graph: dict[str, set[str]] = {}
+    for folder in ("benchmarks", "scripts"):
+        scripts = {path.stem: path for path in sorted((root / folder).glob("*.py"))}
+        for stem, path in scripts.items():
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            names = {t for node in ast.walk(tree) for t in _imported(node, stem, False, set())}
+            graph[f"{folder}/{stem}"] = {f"{folder}/{n}" for n in names if n in scripts}
+    return graph
+
+
+def test_no_import_cycle_among_the_benchmarks_and_scripts():
+    graph = script_graph(ROOT)
+    assert "benchmarks/common" in graph["benchmarks/bench_suite"]  # the shared module
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
 def test_graph_sees_function_level_and_submodule_imports():
     graph, _ = import_graph(ROOT)
     # _autoload imports derive inside a function; lm_eval_dcpmi_autoload imports _autoload

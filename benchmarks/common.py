@@ -1,0 +1,190 @@
+"""What the benchmarks share: the machine they run on, the embedded model as ``hf-prefix``,
+lm-eval's encoding of requests, document samples and the model's matmul shapes, peak and
+useful FLOPs. Imported by the benchmark scripts beside it (their folder is on
+``sys.path`` when they run as scripts; tests/test_bench_suite.py puts it there)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+Encoded = tuple[Any, list[int], list[int]]
+
+
+def encode(lm: Any, instances: Sequence[Any]) -> list[Encoded]:
+    """The requests as ``HFLM._loglikelihood_tokens`` receives them (lm-eval's own
+    encoding: ``loglikelihood`` runs with a recorder in place of the scoring)."""
+    recorded: list[Encoded] = []
+
+    def record(requests: list[Encoded], *args: Any, **kwargs: Any) -> list[tuple[float, bool]]:
+        recorded.extend(requests)
+        return [(0.0, False)] * len(requests)
+
+    lm._loglikelihood_tokens = record  # instance attribute: shadows the method
+    try:
+        lm.loglikelihood(list(instances), disable_tqdm=True)
+    finally:
+        del lm._loglikelihood_tokens
+    return recorded
+
+
+def sample_documents(doc_ids: Sequence[int], want: int, blocks: int) -> list[int]:
+    """About ``want`` documents in ``blocks`` runs of consecutive ids, evenly spread."""
+    if want >= len(doc_ids):
+        return list(doc_ids)
+    blocks = max(1, min(blocks, want))
+    size = max(1, want // blocks)
+    step = len(doc_ids) / blocks
+    chosen: list[int] = []
+    for b in range(blocks):
+        start = int(b * step)
+        chosen.extend(doc_ids[start : start + size])
+    return sorted(set(chosen))
+
+
+def model_shapes(config: Any) -> list[tuple[int, int, int]]:
+    hidden, inner, vocab = config.hidden_size, config.intermediate_size, config.vocab_size
+    kv = config.num_key_value_heads * (hidden // config.num_attention_heads)
+    return [(512, hidden, inner), (512, inner, hidden), (512, hidden, hidden), (512, hidden, kv),
+            (256, hidden, vocab)]  # fmt: skip
+
+
+def matmul_peak(shapes: Sequence[tuple[int, int, int]], seconds: float = 1.0) -> dict[str, float]:
+    """GFLOP/s of ``torch.matmul`` in fp32 at each (m, k, n), over about ``seconds``: the
+    better of one matmul on all of torch's threads and one single-threaded matmul per
+    thread at once (how ``hf-prefix``'s workers run), so the peak is not understated."""
+    import threading
+
+    import torch
+
+    threads = torch.get_num_threads()
+
+    def loop(a: Any, b: Any, counts: list[int], stop: float) -> None:
+        while time.perf_counter() < stop:
+            torch.matmul(a, b)
+            counts.append(1)
+
+    found = {}
+    for m, k, n in shapes:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        rates = []
+        for workers in sorted({1, threads}):
+            torch.set_num_threads(threads // workers)
+            torch.matmul(a, b)
+            counts: list[int] = []
+            start = time.perf_counter()
+            pool = [
+                threading.Thread(target=loop, args=(a, b, counts, start + seconds))
+                for _ in range(workers)
+            ]
+            for thread in pool:
+                thread.start()
+            for thread in pool:
+                thread.join()
+            rates.append(2 * m * k * n * len(counts) / (time.perf_counter() - start) / 1e9)
+        torch.set_num_threads(threads)
+        found[f"{m}x{k} @ {k}x{n}"] = round(max(rates), 1)
+    return found
+
+
+def useful_flops(lm: Any, requests: Sequence[Any]) -> dict[str, float]:
+    """What the sample needs: every prefix-tree token once through the layers (2 FLOPs a
+    non-embedding parameter), the LM head at each scored position (2 x hidden x vocab)."""
+    from lm_eval_dcpmi.hf_prefix.schedule import Pass, plan, unique_pairs
+    from lm_eval_dcpmi.hf_prefix.tree import build_tree, tree_tokens
+
+    pairs = list(unique_pairs(requests))
+    tree = build_tree(pairs)
+    tokens = tree_tokens(tree)
+    padded = sum(
+        len(step.rows) * step.width
+        for step in plan(tree, lm._budget(int(lm.batch_size), pairs, lm._setup))
+        if isinstance(step, Pass)
+    )
+    config = lm.model.config
+    head = 2 * config.hidden_size * config.vocab_size
+    layers = 2 * sum(
+        p.numel()
+        for name, p in lm.model.named_parameters()
+        if "embed" not in name and "lm_head" not in name
+    )
+    scored = sum(len(continuation) for _, continuation in pairs)
+    return {
+        "tree_tokens": tokens,
+        "padded_positions": padded,
+        "scored_positions": scored,
+        "layer_gflop_per_token": round(layers / 1e9, 4),
+        "head_gflop_per_position": round(head / 1e9, 4),
+        "useful_gflop": round((tokens * layers + scored * head) / 1e9, 2),
+        "padding_gflop": round((padded - tokens) * layers / 1e9, 2),
+    }
+
+
+def machine() -> dict[str, Any]:
+    import importlib.metadata
+    import re
+
+    import torch
+
+    cpu, isa = "unknown", []
+    if Path("/proc/cpuinfo").exists():
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.M)
+        cpu = found.group(1).strip() if found else cpu
+        # Virtual CPUs often hide their model ("Intel(R) Xeon(R) Processor"): the vector
+        # extensions tell an AMD EPYC from a Xeon with AMX.
+        found = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
+        flags = set(found.group(1).split()) if found else set()
+        isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
+    import subprocess
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="minutes"),
+        "commit": commit + ("+changes" if dirty else ""),
+        "cpu": cpu,
+        "isa": isa,
+        "cpus": len(os.sched_getaffinity(0)),
+        "torch_threads": torch.get_num_threads(),
+        "load_average_at_start": os.getloadavg(),
+        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "python": platform.python_version(),
+        "versions": {
+            p: importlib.metadata.version(p)
+            for p in ("torch", "transformers", "lm_eval", "lm-eval-dcpmi")
+        },
+    }
+
+
+def load_model(
+    batch_size: int, threads: int | None, extra: str = ""
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The embedded model as ``hf-prefix`` on the CPU (``threads`` torch threads), a
+    TaskManager that knows the plugin's tasks, and the model arguments."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi import embedded, task_configs_dir
+    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+
+    model_args = embedded.model_args()
+    extra_args = dict(item.split("=", 1) for item in extra.split(",") if item)  # k=v,k=v
+    lm = PrefixHFLM(**model_args, **extra_args, device="cpu", batch_size=batch_size)
+    manager = TaskManager(include_path=str(task_configs_dir()), metadata=model_args)
+    return lm, manager, model_args
