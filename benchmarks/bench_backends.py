@@ -13,7 +13,7 @@ Usage, in the environment ``scripts/setup-vllm.sh`` makes (vLLM's CPU build, the
 model as an fp32 folder, which every backend loads)::
 
     DCPMI_DATA_DIR=../shared/data .venv-vllm/bin/python benchmarks/bench_backends.py \\
-        --out docs/benchmarks
+        --out results/benchmarks
 
 writes ``backends_<date>.json`` and ``backends_<date>.md``; ``--backends`` a
 comma-separated subset, ``--model`` another model folder or hub id.
@@ -147,7 +147,7 @@ def main() -> None:
     default_model = Path(sys.prefix) / "models" / "SmolLM2-135M-Instruct-fp32"
     parser.add_argument("--model", default=str(default_model))
     parser.add_argument("--backends", default=",".join(BACKENDS))
-    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -20,7 +20,7 @@ For every task (default: the paper's 16), in one process with the model loaded o
 Usage (from the project root; the data folder as for the tests)::
 
     DCPMI_DATA_DIR=../shared/data .venv/bin/python benchmarks/bench_suite.py \\
-        --out docs/benchmarks --threads 2
+        --out results/benchmarks --threads 2
 
 writes ``suite_<label>.json`` and ``suite_<label>.md``. ``--share`` sets the sample's
 size (share of the task's ``hf`` tokens); ``--tasks`` a comma-separated subset;
@@ -445,7 +445,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--no-time", action="store_true", help="count tokens only")
     parser.add_argument("--label", default=None, help="output name suffix (default: date)")
-    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     parser.add_argument("--full", type=Path, default=None, help="time full splits: records")
     parser.add_argument("--part", default=None, help="K/N: the K-th of N runs of documents")
     parser.add_argument("--summary", type=Path, default=None, help="join the records of DIR")

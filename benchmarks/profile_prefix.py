@@ -21,7 +21,7 @@ the embedded model loaded once:
 Usage (the data folder as for the tests)::
 
     DCPMI_DATA_DIR=../shared/data .venv/bin/python benchmarks/profile_prefix.py \\
-        --out docs/benchmarks --threads 2
+        --out results/benchmarks --threads 2
 
 writes ``profile_<label>.json`` and prints a summary.
 """
@@ -145,7 +145,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--label", default=None)
-    parser.add_argument("--out", type=Path, default=Path("docs/benchmarks"))
+    parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     args = parser.parse_args()
 
     lm, manager, model_args = load_model(args.batch_size, args.threads)

@@ -8,12 +8,14 @@ results are in report_helpers.py. Importing this module loads no model and reads
 from __future__ import annotations
 
 import fcntl
+import importlib
 import importlib.metadata
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import yaml
@@ -24,6 +26,16 @@ if TYPE_CHECKING:
     from lm_eval_dcpmi.tasks.task import DCPMITask
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def script(name: str) -> ModuleType:
+    """A module of scripts/ (the checkout's tools, not in the wheel), imported with that
+    folder on ``sys.path``, as when the script runs."""
+    folder = str(ROOT / "scripts")
+    if folder not in sys.path:
+        sys.path.append(folder)
+    return importlib.import_module(name)
+
 
 # ------------------------------------------------------------------ the data and the model
 
@@ -393,6 +405,29 @@ def copy_project(target: Path, parts: tuple[str, ...] = ("lm_eval_dcpmi",)) -> P
         else:
             shutil.copy(ROOT / part, target / part)
     return target
+
+
+# What the fast tier reads: the whole project, as a contributor's checkout holds it.
+PROJECT = (
+    "lm_eval_dcpmi", "task_configs", "tests", "docs", "results", "scripts", "benchmarks", ".ci",
+    "README.md", "CHANGELOG.md", "pyproject.toml", ".gitignore",
+    "lm_eval_dcpmi_autoload.py", "lm_eval_dcpmi_autoload.pth",
+)  # fmt: skip
+
+
+def fast_tier_in_copy(project: Path) -> str:
+    """The fast tier (``pytest -m fast``) of a ``copy_project(..., PROJECT)`` copy: its own
+    tests on its own package, with no data; its summary line (asserting it passed)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DCPMI_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-m", "fast", "-p", "no:cacheprovider", "tests"],
+        capture_output=True, text=True, cwd=project, check=False,
+        env={**env, "PYTHONPATH": str(project), "DCPMI_DATA_DIR": str(project / "no-data")},
+    )  # fmt: skip
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+    assert " passed" in summary and "failed" not in summary, summary
+    return summary
 
 
 def changed_files(project: Path) -> list[str]:

@@ -1,7 +1,7 @@
 """The committed results verify: `dcpmi verify` builds their documents and requests again
 from the data and recomputes every number from the compact samples (each request's
 loglikelihood) committed beside them. Every folder but the full splits whole here, and the
-full splits' smaller tasks; the whole folder with `dcpmi verify docs/results/full` (a few
+full splits' smaller tasks; the whole folder with `dcpmi verify results/full` (a few
 minutes: HellaSwag's 80,336 requests)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from helpers import ROOT
 
 from lm_eval_dcpmi.command import cli
 
-RESULTS = ROOT / "docs" / "results"
+RESULTS = ROOT / "results"
 FULL = RESULTS / "full"
 SMALLER = ("dcpmi_copa", "dcpmi_cb", "dcpmi_rte", "dcpmi_obqa", "dcpmi_trec")
 
@@ -58,7 +58,7 @@ def test_every_full_split_commits_its_loglikelihoods_and_data_digests():
 @pytest.mark.parametrize("folder", ["limit100", "priors", "studies"])
 def test_every_other_committed_folder_verifies(capsys, folder):
     files = sorted((RESULTS / folder).glob("results_*.json"))
-    assert files, f"docs/results/{folder} holds no results file"
+    assert files, f"results/{folder} holds no results file"
     status = cli.main(["verify", str(RESULTS / folder)])
     out, err = capsys.readouterr()
     assert status == 0, err
@@ -72,6 +72,6 @@ def test_every_other_committed_folder_verifies(capsys, folder):
 
 @pytest.mark.fast
 def test_every_committed_folder_is_verified_here():
-    """A new folder under docs/results is verified by a test too (full: its smaller tasks)."""
-    folders = {p.name for p in RESULTS.iterdir() if p.is_dir()}
+    """A new folder under results is verified by a test too (full: its smaller tasks)."""
+    folders = {p.parent.name for p in RESULTS.glob("*/results_*.json")}
     assert folders == {"full", "limit100", "priors", "studies"}

@@ -10,20 +10,22 @@ import gzip
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, script
 from report_helpers import entry, results_dict, ten_document_run
-
-from lm_eval_dcpmi.report import pages as make_results
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
 
+make_results = script("make_results")
+pages = script("results_pages")
 
-RESULTS = ROOT / "docs" / "results"
-LIMIT100 = "docs/results/limit100/results_2026-12-04T04-01-44.670979.json"
+
+RESULTS = ROOT / "results"
+LIMIT100 = "results/limit100/results_2026-12-04T04-01-44.670979.json"
 
 
 def block(text: str, name: str, option: str = "") -> str:
@@ -38,21 +40,21 @@ def block(text: str, name: str, option: str = "") -> str:
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory) -> Path:
-    """docs/results made again from the committed inputs, in a temporary folder."""
+    """results made again from the committed inputs, in a temporary folder."""
     out = tmp_path_factory.mktemp("results")
-    make_results.write_reports(out)
+    pages.write_reports(out)
     return out
 
 
 def test_docs_results_are_exactly_the_inputs_and_what_the_command_makes(fresh):
-    committed = {p.relative_to(RESULTS) for p in RESULTS.rglob("*") if p.is_file()}
+    committed = pages.set_files(RESULTS)
     made = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
-    inputs = {p for p in committed if make_results.is_input(p)}
-    assert LIMIT100.removeprefix("docs/results/") in {str(p) for p in inputs}
+    inputs = {p for p in committed if pages.is_input(p)}
+    assert LIMIT100.removeprefix("results/") in {str(p) for p in inputs}
     assert committed - inputs == made  # no stale or timestamped leftovers, nothing missing
     for path in sorted(made):
         assert make_results.same_file(RESULTS / path, fresh / path), (
-            f"docs/results/{path} differs: run .venv/bin/python scripts/make_results.py"
+            f"results/{path} differs: run .venv/bin/python scripts/make_results.py"
         )
     # The studies are reported as studies of the one model: no summary of "models".
     assert not any(p.name.startswith("summary") for p in made)
@@ -62,11 +64,11 @@ def test_docs_results_are_exactly_the_inputs_and_what_the_command_makes(fresh):
 
 
 def test_every_results_block_is_what_the_command_makes():
-    pages = make_results.pages()
-    assert Path("README.md") in pages and Path("docs/studies.md") in pages
-    for page in pages:
+    found = pages.pages()
+    assert Path("README.md") in found and Path("docs/studies.md") in found
+    for page in found:
         text = (ROOT / page).read_text(encoding="utf-8")
-        assert make_results.render_page(text, page) == text, (
+        assert pages.render_page(text, page) == text, (
             f"{page}: stale results block; run .venv/bin/python scripts/make_results.py"
         )
 
@@ -95,12 +97,12 @@ def test_readme_blocks_hold_the_runs_numbers():
 
 
 def test_adding_a_full_run_is_dropping_its_file_in(tmp_path):
-    """The lead's step: a results file into docs/results/full, rerun, and the README's
+    """The lead's step: a results file into results/full, rerun, and the README's
     full block becomes its table and figure (here: the --limit 100 file, relabelled)."""
     root = tmp_path / "repo"
     (root / "docs").mkdir(parents=True)
     shutil.copy(ROOT / "README.md", root / "README.md")
-    shutil.copytree(RESULTS / "limit100", root / "docs/results/limit100")
+    shutil.copytree(RESULTS / "limit100", root / "results/limit100")
     data = json.loads((ROOT / LIMIT100).read_text())
     data["config"]["limit"] = None
     data["config"]["model"] = "hf-prefix"
@@ -109,25 +111,25 @@ def test_adding_a_full_run_is_dropping_its_file_in(tmp_path):
     for row in data["results"].values():  # without CC and BC (the last assertion)
         for key in [k for k in row if k.startswith(("acc_cc", "acc_bc"))]:
             del row[key]
-    full = root / "docs/results/full/results_2026-12-02T00-00-00.json"
+    full = root / "results/full/results_2026-12-02T00-00-00.json"
     full.parent.mkdir()
     full.write_text(json.dumps(data))
-    made = make_results.write_reports(root / "docs/results", root)
-    assert root / "docs/results/full/figure_SmolLM2-135M-Instruct.Q4_1.png" in made
-    text = make_results.render_page((root / "README.md").read_text(), Path("README.md"), root)
+    made = pages.write_reports(root / "results", root)
+    assert root / "results/full/figure_SmolLM2-135M-Instruct.Q4_1.png" in made
+    text = pages.render_page((root / "README.md").read_text(), Path("README.md"), root)
     new = block(text, "full")
     assert new.startswith(
         "`SmolLM2-135M-Instruct.Q4_1`, lm-eval model `hf-prefix`, 1,556 documents;"
     )
     assert "| dcpmi_cb | 56 | **50.0** | 44.6 | 44.6 | 37.5 | 42.9 |" in new
     assert "![Accuracy per task" in new
-    assert "(docs/results/full/figure_SmolLM2-135M-Instruct.Q4_1.png)" in new
+    assert "(results/full/figure_SmolLM2-135M-Instruct.Q4_1.png)" in new
     # the CC/BC table reads the same set: this run has neither (removed above)
     assert block(text, "full", "calibration") == "*No task of this set reports CC and BC.*\n"
 
 
 def test_relative_links_of_readme_and_docs_resolve():
-    for page in make_results.pages():
+    for page in pages.pages():
         text = (ROOT / page).read_text(encoding="utf-8")
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if target.startswith(("http://", "https://", "#")):
@@ -143,8 +145,8 @@ def test_readme_opens_with_the_two_commands_and_stays_short():
         "scripts/demo.sh",
         "scripts/test.sh",
     ]
-    for script in ("demo.sh", "test.sh"):
-        assert (ROOT / "scripts" / script).stat().st_mode & 0o111
+    for name in ("demo.sh", "test.sh"):
+        assert (ROOT / "scripts" / name).stat().st_mode & 0o111
     demo = (ROOT / "scripts" / "demo.sh").read_text()
     assert 'dcpmi" run --tasks dcpmi_copa --log_samples --output_path out/demo "$@"' in demo
     assert "next: $venv/bin/dcpmi report out/demo/ --out report/" in demo
@@ -173,15 +175,15 @@ def test_add_run_keeps_what_the_report_reads_and_drops_the_prompts(tmp_path):
         f"samples_dcpmi_copa_{stamp}.jsonl.gz",
     ]
     (original,) = load_results([source])
-    (added,) = load_results([root / "docs" / "results" / "full" / source.name])
+    (added,) = load_results([root / "results" / "full" / source.name])
     assert set(added.samples_files) == {"dcpmi_copa", "dcpmi_cb"}
     for mine, theirs in zip(added.rows, original.rows, strict=True):
         assert mine.per_doc == theirs.per_doc and mine.per_doc
-    kept = gzip.decompress((root / "docs/results/full" / names[2]).read_bytes()).decode()
+    kept = gzip.decompress((root / "results/full" / names[2]).read_bytes()).decode()
     assert "long article" not in kept and json.loads(kept.splitlines()[3])["doc_id"] == 3
     # The same samples give the same bytes (make_results --check compares files).
     again = make_results.add_run(source, "again", root)
-    assert again[2].read_bytes() == (root / "docs/results/full" / names[2]).read_bytes()
+    assert again[2].read_bytes() == (root / "results/full" / names[2]).read_bytes()
 
 
 def make_results_stamp(results_file: Path) -> str:
@@ -189,15 +191,15 @@ def make_results_stamp(results_file: Path) -> str:
 
 
 def test_a_suite_scored_in_parts_is_one_table(tmp_path):
-    """docs/results/full holds a model's suite scored in several runs (disjoint tasks):
+    """results/full holds a model's suite scored in several runs (disjoint tasks):
     its block is one table of all their tasks in paper order, with one mean row."""
-    folder = tmp_path / "docs" / "results" / "full"
+    folder = tmp_path / "results" / "full"
     folder.mkdir(parents=True)
     first = {"dcpmi_cb": entry(0.1, 0.2, 0.3, 0.5, n=56, norm=0.2)}
     second = {"dcpmi_copa": entry(0.5, 0.6, 0.6, 0.7, n=500, norm=0.6)}
     for stamp, rows in (("2026-12-01T10-00-00", first), ("2026-12-01T11-00-00", second)):
         (folder / f"results_{stamp}.json").write_text(json.dumps(results_dict(rows, model="m")))
-    body = make_results.block_body("full", " +figure", Path("README.md"), tmp_path)
+    body = pages.block_body("full", " +figure", Path("README.md"), tmp_path)
     tables = [line for line in body.splitlines() if line.startswith("| Task")]
     assert len(tables) == 1, body
     rows = [line.split("|")[1].strip() for line in body.splitlines() if line.startswith("| ")]
@@ -232,3 +234,23 @@ def test_readme_quick_look_quotes_the_full_splits_sst2_row():
     lm, dcpmi = cells[3], cells[6]
     assert (lm, dcpmi) == ("61.3", "57.6")
     assert f"the full split's {lm} and\n{dcpmi} lie inside" in readme
+
+
+def test_docs_hold_prose_and_figures_and_the_data_lies_in_results():
+    """docs/ is prose (and the figures it shows); run outputs and records are data, under
+    results/ (results/README.md says what lies where). No export's output lies around."""
+    data = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "docs").rglob("*")
+        if p.is_file() and p.suffix in {".json", ".gz", ".csv", ".jsonl"}
+    )
+    assert data == [], f"data files in docs/, which belong under results/: {data}"
+    assert {p.name for p in RESULTS.iterdir() if p.is_dir()} >= {"full", "benchmarks"}
+    listed = (RESULTS / "README.md").read_text(encoding="utf-8")
+    for folder in sorted(p.name for p in RESULTS.iterdir() if p.is_dir()):
+        assert f"  {folder}/ " in listed, f"results/README.md does not say what {folder}/ is"
+    outputs = ("out", "sub", "submission")  # the docs' --output_path and export --out
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert {f"/{name}/" for name in outputs} <= set(ignored)
+    tracked = subprocess.run(["git", "ls-files", *outputs], cwd=ROOT, capture_output=True)
+    assert tracked.returncode != 0 or tracked.stdout == b"", tracked.stdout.decode()

@@ -187,7 +187,7 @@ def test_make_portable_leaves_no_path_of_this_machine(tmp_path, monkeypatch):
 
 @pytest.mark.fast
 def test_committed_results_name_the_model_and_hold_no_machine_path():
-    files = sorted((ROOT / "docs" / "results").rglob("results*.json"))
+    files = sorted((ROOT / "results").rglob("results*.json"))
     assert len(files) >= 10
     for path in files:
         text = path.read_text(encoding="utf-8")

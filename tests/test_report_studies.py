@@ -113,14 +113,14 @@ def test_study_figure_and_no_main_figure_without_main_rows(tmp_path, capsys):
 
 
 def test_mean_and_std_of_the_committed_real_template_run():
-    """The embedded model's run of the 15 templates (docs/results/studies): the report's
+    """The embedded model's run of the 15 templates (results/studies): the report's
     spread is the mean and sample std of the per-task accuracies lm-eval wrote."""
     import json
     import statistics
 
     (path,) = [
         p
-        for p in (ROOT / "docs" / "results" / "studies").glob("results_*.json")
+        for p in (ROOT / "results" / "studies").glob("results_*.json")
         if "dcpmi_sst2_v0" in json.loads(p.read_text())["results"]
     ]
     data = json.loads(path.read_text())
@@ -139,7 +139,7 @@ def test_mean_and_std_of_the_committed_real_template_run():
 
 
 def test_summary_is_per_model_not_per_file(tmp_path):
-    """docs/results once held a model's main run beside a folder of its study runs, and the
+    """results once held a model's main run beside a folder of its study runs, and the
     summary showed the study run as a second model (a column of n/a). A model's files are
     one column, pooling their tasks; a study-only run adds nothing; one model, no summary."""
     main = results_dict(

@@ -212,7 +212,7 @@ def test_four_shot_context_is_four_training_examples_then_the_zero_shot_premise(
 
 def test_set0_draws_the_committed_examples(task_manager):
     # Pins the draw of seed 0 (Python's random.Random.sample): the committed results in
-    # docs/results/studies were scored with exactly these four examples.
+    # results/studies were scored with exactly these four examples.
     task = load_task(task_manager, "dcpmi_sst2_4shot_set0")
     (doc,) = request_pairs(task, 1)
     assert split_examples(doc[0][0], SST_DOC_1) == [

@@ -327,9 +327,12 @@ def predictions(
     """Predicted option index under each per-document rule of ``metrics`` (default: the
     rules that apply to ``doc``); None where a rule lacks its inputs or has no finite score.
 
-    >>> doc = DocumentScores([-4.0, -5.0, -9.0], {"domain": [-2.0, -4.5, -8.0]})
-    >>> predictions(DocumentScores(doc.conditional, doc.references, [1, 2, 6], [4, 5, 30]))
-    {'acc_unc': 0, 'acc': 0, 'acc_avg': 2, 'acc_norm': 2, 'acc_dcpmi': 1, 'acc_cc': None}
+    >>> domain = {"domain": [-2.0, -4.5, -8.0]}
+    >>> picks = predictions(DocumentScores([-4.0, -5.0, -9.0], domain, [1, 2, 6], [4, 5, 30]))
+    >>> [picks[name] for name in ("acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi")]
+    [0, 0, 2, 2, 1]
+    >>> picks["acc_cc"] is None  # no content-free scores: CC has no inputs
+    True
     """
     picks = {}
     for metric in METRICS if metrics is None else metrics:
