@@ -11,7 +11,7 @@ calls the hook of that name here (this module never imports that one back):
   ``extra_task_folders``, and tells ``derive`` which derived YAMLs it indexed;
 * ``register_models``: the optional ``hf-prefix`` model backend, by name, lazily;
 * ``patch_evaluator``: ``simple_evaluate`` with ``use_cache`` refuses an answer cache
-  recorded for another model (``option_checks.check_cache_owner``), and lm-eval
+  recorded for another model (``leaderboard.answer_cache``), and lm-eval
   0.5.0.dev1 logs the true document ids under ``--samples``;
 * ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
   program as one message (``errors.install_excepthook``).
@@ -143,7 +143,7 @@ def register_models(_models: ModuleType) -> None:
 
 def patch_evaluator(evaluator: ModuleType) -> None:
     """``simple_evaluate`` with ``use_cache`` first checks that the answer cache is this
-    model's (``option_checks.check_cache_owner``): in plain ``lm_eval`` and the Python API
+    model's (``leaderboard.answer_cache``): in plain ``lm_eval`` and the Python API
     as in ``dcpmi run``. And lm-eval 0.5.0.dev1's samples name their true documents under
     ``--samples`` (``harness.runs.true_doc_ids_in_logged_samples``). And a DC-PMI task
     scored through a served model first checks that the server returns prompt
@@ -160,7 +160,7 @@ def patch_evaluator(evaluator: ModuleType) -> None:
 
 
 def _is_dcpmi_task(task: object) -> bool:
-    from lm_eval_dcpmi.tasks.task import DCPMITask
+    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
 
     return isinstance(task, DCPMITask)
 
@@ -168,7 +168,7 @@ def _is_dcpmi_task(task: object) -> bool:
 def _check_cache_owner(model: object, model_args: object, use_cache: str) -> None:
     from types import SimpleNamespace
 
-    from lm_eval_dcpmi.command.option_checks import check_cache_owner
+    from lm_eval_dcpmi.leaderboard.answer_cache import check_cache_owner
 
     check_cache_owner(SimpleNamespace(use_cache=use_cache, model=model, model_args=model_args))
 

@@ -6,9 +6,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 
 class DCPMIError(ValueError):
     """Bad input (data file, task config, option): the message names it and how to fix it."""
@@ -23,42 +20,6 @@ class DataError(DCPMIError):
 
 
 TRACEBACK_ENV = "LM_EVAL_DCPMI_TRACEBACK"
-
-
-# What a results file that is no JSON is told (by the report and the leaderboard commands).
-RESULTS_FILE_FIX = "an lm-eval results file (results_<date>.json) is one JSON object."
-
-
-def json_problem(where: str, error: json.JSONDecodeError, line: int | None = None) -> str:
-    """The one wording of bad JSON: ``<where>:<line>: not valid JSON at column <c> (<what>)``;
-    ``line`` for one line of a JSON Lines file (the error counts within the line), and no
-    line at all where ``where`` is an option's value (``line=0``)."""
-    at = error.lineno if line is None else line
-    place = f"{where}:{at}" if at else where
-    return f"{place}: not valid JSON at column {error.colno} ({error.msg})"
-
-
-def parse_json(
-    text: str,
-    where: str,
-    *,
-    line: int | None = None,
-    error: type[DCPMIError] = DCPMIError,
-    fix: str = "",
-) -> Any:
-    """``json.loads(text)``; bad JSON raises ``error`` with ``json_problem``'s wording, then
-    ``fix`` (how to mend it), if given."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as problem:
-        message = json_problem(where, problem, line)
-        raise error(f"{message}; {fix}" if fix else f"{message}.") from None
-    except RecursionError:  # nested deeper than Python's parser goes: no lm-eval file is
-        at = f":{line}" if line else ""
-        raise error(
-            f"{where}{at}: JSON nested too deeply to read (thousands of levels); not a file "
-            "lm-eval wrote."
-        ) from None
 
 
 def offline_fix() -> str:

@@ -30,7 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lm_eval_dcpmi.harness.results import logged_loglikelihood  # noqa: E402
+from lm_eval_dcpmi.harness.logged import logged_loglikelihood  # noqa: E402
 from lm_eval_dcpmi.report.samples import read_samples  # noqa: E402
 
 DEFAULT_TASKS = "dcpmi_copa,dcpmi_race_m,dcpmi_sst2"
@@ -67,7 +67,7 @@ def run(python: str, model: str, tasks: str, limit: int, output: Path, via: str)
         )
         start = [python, "-m", "lm_eval"]
         if via == "dcpmi":
-            start = [python, "-m", "lm_eval_dcpmi.command.cli", "run"]
+            start = [python, "-m", "lm_eval_dcpmi.cli", "run"]
         command = [
             *start,
             "--model", model, "--model_args", model_args,

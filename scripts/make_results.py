@@ -38,7 +38,8 @@ from results_pages import (
     write_reports,
 )
 
-from lm_eval_dcpmi.leaderboard.portable import portable_results, read_json, write_json
+from lm_eval_dcpmi.json_files import read_json, write_json
+from lm_eval_dcpmi.leaderboard.portable import portable_results
 from lm_eval_dcpmi.report.results import METHODS
 from lm_eval_dcpmi.rules import scoring
 

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from lm_eval_dcpmi import paper, report
 from lm_eval_dcpmi.report import comparisons, studies
-from lm_eval_dcpmi.report.command import FORMATS, write_outputs
 from lm_eval_dcpmi.report.figures import figure_name
 from lm_eval_dcpmi.report.formatting import value_text
+from lm_eval_dcpmi.report.output import FORMATS, write_outputs
 from lm_eval_dcpmi.report.results import METHODS, RunResults, number
 
 # The repository's root: the pages are a checkout's (docs/, README.md, results/).

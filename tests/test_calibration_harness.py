@@ -11,7 +11,7 @@ from helpers import evaluate, load_task
 from recompute import expected_bc, expected_cc
 
 from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.tasks.layout import Layout
+from lm_eval_dcpmi.rules.layout import Layout
 
 # Every test here reads the evaluation data (skipped without it).
 pytestmark = pytest.mark.usefixtures("data_dir")

@@ -20,7 +20,8 @@ from helpers import (
     write_quiz,
 )
 
-from lm_eval_dcpmi.command import cli, derived_tasks, lm_eval_options
+from lm_eval_dcpmi import cli
+from lm_eval_dcpmi.cli import derived_tasks, lm_eval_options
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.rules.scoring import ACCURACIES
 
@@ -72,7 +73,7 @@ def test_bad_option_is_one_line_and_status_2(capsys):
 def test_derived_yaml_is_the_by_name_form(tmp_path):
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    from lm_eval_dcpmi.tasks.task import DCPMITask
+    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
 
     names = derived_tasks.write_derived_tasks(
         [("arc_easy", "Answer:"), ("copa", "\n{{ x }}")], tmp_path
@@ -196,7 +197,7 @@ def test_dcpmi_task_option_beside_its_base_with_one_shot(tmp_path):
 
 @pytest.mark.fast
 def test_hf_prefix_alone_takes_the_embedded_model():
-    from lm_eval_dcpmi.command.lm_eval_options import embedded_model_args, lm_eval_argv
+    from lm_eval_dcpmi.cli.lm_eval_options import embedded_model_args, lm_eval_argv
 
     argv = lm_eval_argv(["--model", "hf-prefix", "--tasks", "dcpmi_copa"])
     assert argv[argv.index("--model_args") + 1] == embedded_model_args()

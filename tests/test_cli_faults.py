@@ -27,7 +27,8 @@ from helpers import (
     write_quiz,
 )
 
-from lm_eval_dcpmi.command import cli, derived_tasks, lm_eval_options, run_steps
+from lm_eval_dcpmi import cli
+from lm_eval_dcpmi.cli import derived_tasks, lm_eval_options, run_steps
 from lm_eval_dcpmi.errors import DCPMIError
 
 MODEL = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
-from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi import cli
 
 RESULTS = ROOT / "results"
 FULL = RESULTS / "full"

@@ -14,8 +14,8 @@ from helpers import embedded_model_args
 from recompute import expected_metrics
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.rules.layout import conditional_and_domain
 from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
-from lm_eval_dcpmi.tasks.layout import conditional_and_domain
 from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
 
 QUESTIONS = [

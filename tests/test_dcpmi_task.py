@@ -10,7 +10,7 @@ from helpers import DOCS, embedded_model_args, load_task, make_task
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.tasks.task import DCPMITask
+from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
 from lm_eval_dcpmi.tasks.tokens import token_counter_for
 
 
@@ -173,7 +173,7 @@ def test_documents_without_finite_scores_are_counted_wrong_with_one_warning(capl
     task = make_task()
     task.build_all_requests(limit=2)
     no_score = [(float("-inf"), False)] * 2 + [(-1.0, False), (-2.0, False)]
-    with caplog.at_level("WARNING", logger="lm_eval_dcpmi.tasks.task"):
+    with caplog.at_level("WARNING", logger="lm_eval_dcpmi.tasks.dcpmi_task"):
         first = task.process_results(task.eval_docs[0], no_score)  # gold 0
         second = task.process_results(task.eval_docs[1], [(float("nan"), False)] * 4)
     # gold is option 0, yet LM must not "pick" it: no finite score, no prediction
@@ -299,7 +299,7 @@ def test_an_option_far_longer_than_the_window_stops_the_task_build():
 
 @pytest.mark.fast
 def test_several_processes_that_each_score_everything_are_warned_once(monkeypatch, caplog):
-    from lm_eval_dcpmi.tasks import documents as task_module
+    from lm_eval_dcpmi.tasks import document_store as task_module
 
     def warnings() -> list[str]:
         found = [r.getMessage() for r in caplog.records]

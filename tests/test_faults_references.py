@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 RECORDS = [

@@ -24,8 +24,10 @@ import pytest
 import yaml
 from helpers import DCPMI, QUIZ_TEST, write_quiz
 
-from lm_eval_dcpmi.command import cli, option_checks, run_steps, saving
+from lm_eval_dcpmi import cli
+from lm_eval_dcpmi.cli import option_checks, run_steps, saving
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard import answer_cache
 
 DUMMY = ["--model", "dummy", "--tasks", "dcpmi_copa"]
 
@@ -399,7 +401,7 @@ def test_base_task_data_not_available_offline_is_one_line(capsys, tmp_path):
 def test_dcpmi_task_results_name_the_option_not_the_temporary_yaml(tmp_path):
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_dcpmi.command import derived_tasks
+    from lm_eval_dcpmi.cli import derived_tasks
 
     folder = write_quiz(tmp_path / "tasks", by_name=False)
     variants = tmp_path / "variants"
@@ -474,16 +476,16 @@ def test_an_answer_cache_is_refused_to_another_model(tmp_path):
 
     prefix = tmp_path / "answers"
     first = SimpleNamespace(use_cache=str(prefix), model="hf", model_args="pretrained=me/model-a")
-    option_checks.check_cache_owner(first)  # a new cache: its model is recorded
+    answer_cache.check_cache_owner(first)  # a new cache: its model is recorded
     record = json.loads((tmp_path / "answers.dcpmi-model.json").read_text())
     assert record["identity"]["id"] == "me/model-a" and record["model"] == "hf"
     write_answer_cache(tmp_path / "answers_rank0.db")
-    option_checks.check_cache_owner(first)  # the same model again: its answers are reused
+    answer_cache.check_cache_owner(first)  # the same model again: its answers are reused
     other = SimpleNamespace(
         use_cache=str(prefix), model="hf", model_args={"pretrained": "me/model-b"}
     )
     with pytest.raises(DCPMIError) as refused:
-        option_checks.check_cache_owner(other)
+        answer_cache.check_cache_owner(other)
     assert str(refused.value) == (
         f"--use_cache {prefix}: the cache holds the answers of hf me/model-a "
         "(answers.dcpmi-model.json), not of hf me/model-b; give this model its own --use_cache "
@@ -493,7 +495,7 @@ def test_an_answer_cache_is_refused_to_another_model(tmp_path):
     with pytest.raises(
         DCPMIError, match="answers_rank0.db holds answers of a model no record names"
     ):
-        option_checks.check_cache_owner(first)
+        answer_cache.check_cache_owner(first)
 
 
 @pytest.mark.fast

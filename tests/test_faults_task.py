@@ -196,7 +196,7 @@ def test_missing_json_data_file_is_one_line(tmp_path):
 
 
 def test_bad_json_data_file_stops_dcpmi_run_with_one_line(tmp_path, capsys):
-    from lm_eval_dcpmi.command import cli
+    from lm_eval_dcpmi import cli
 
     path = tmp_path / "quiz.jsonl"
     path.write_bytes((good_line() * 2).encode("utf-16"))
@@ -312,7 +312,7 @@ def test_fewshot_from_a_split_of_its_own_does_not_warn(tmp_path, caplog):
 
 
 def test_a_task_named_with_a_slash_is_refused_before_the_model(tmp_path, capsys):
-    from lm_eval_dcpmi.command import cli
+    from lm_eval_dcpmi import cli
 
     write_task(tmp_path, write_jsonl(tmp_path, RECORDS), task="my/quiz_bad")
     argv = ["run", "--include_path", str(tmp_path), "--tasks", "my/quiz_bad", "--log_samples",
@@ -377,7 +377,7 @@ def test_options_that_differ_only_in_unicode_normalization_warn(tmp_path, caplog
 
 
 def test_a_group_that_holds_itself_is_one_line_naming_it(tmp_path, capsys):
-    from lm_eval_dcpmi.command import cli
+    from lm_eval_dcpmi import cli
 
     write_task(tmp_path, write_jsonl(tmp_path, RECORDS))
     (tmp_path / "outer.yaml").write_text("group: outer\ntask: [inner, quiz_bad]\n")
@@ -393,7 +393,7 @@ def test_a_group_that_holds_itself_is_one_line_naming_it(tmp_path, capsys):
 
 
 def test_a_function_that_does_not_import_is_one_line(tmp_path, capsys):
-    from lm_eval_dcpmi.command import cli
+    from lm_eval_dcpmi import cli
 
     write_task(tmp_path, write_jsonl(tmp_path, RECORDS), **{"class": "!function no_such_module.X"})
     argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks", "quiz_bad"]

@@ -20,9 +20,9 @@ from recompute import expected_metrics
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.harness.results import logged_loglikelihood
+from lm_eval_dcpmi.harness.logged import logged_loglikelihood
+from lm_eval_dcpmi.rules.layout import conditional_and_domain
 from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS, batch_calibrated
-from lm_eval_dcpmi.tasks.layout import conditional_and_domain
 
 SYSTEM = "You complete sentences about causes and effects."
 

@@ -27,10 +27,10 @@ PUBLIC = {
 }
 # Attributes of lm-eval's objects that only the seam reads or sets.
 INTERNALS = {
-    "multiple_input",  # harness.tasks.multiple_inputs / single_input
-    "doc_to_prefix",  # harness.tasks.gen_prefix
-    "rnd",  # harness.tasks.fewshot_random
-    "resps",  # harness.tasks.loglikelihood_answer
+    "multiple_input",  # harness.configurable_task.multiple_inputs / single_input
+    "doc_to_prefix",  # harness.configurable_task.gen_prefix
+    "rnd",  # harness.configurable_task.fewshot_random
+    "resps",  # harness.configurable_task.loglikelihood_answer
     "task_index",  # harness.index
     "_loglikelihood_tokens",  # harness.hflm.HookedHFLM
     "_detect_batch_size",
@@ -105,8 +105,8 @@ def test_lm_eval_compat_is_folded_into_the_seam() -> None:
 def test_lm_evals_custom_dataset_advice_is_quiet_for_the_plugins_tasks_only(caplog) -> None:
     import logging
 
-    import lm_eval_dcpmi.tasks.task  # noqa: F401  (it sets the filter up)
-    from lm_eval_dcpmi.harness.tasks import TASK_LOGGERS
+    import lm_eval_dcpmi.tasks.dcpmi_task  # noqa: F401  (it sets the filter up)
+    from lm_eval_dcpmi.harness.configurable_task import TASK_LOGGERS
 
     advice = (  # lm-eval 0.4.13, ConfigurableTask.download
         ": Custom kwargs can be passed to `--metadata` in console (as json string) or to the "
@@ -124,7 +124,7 @@ def test_lm_evals_custom_dataset_advice_is_quiet_for_the_plugins_tasks_only(capl
 
 
 def test_a_logged_loglikelihood_as_each_lm_eval_release_writes_it() -> None:
-    from lm_eval_dcpmi.harness.results import logged_loglikelihood
+    from lm_eval_dcpmi.harness.logged import logged_loglikelihood
 
     assert logged_loglikelihood(["-10.19205093383789", "False"]) == "-10.19205093383789"  # 0.4
     assert logged_loglikelihood([["-10.19205093383789", "False"]]) == "-10.19205093383789"

@@ -109,6 +109,78 @@ def test_no_import_cycle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+# The package's parts, lowest first: a module imports its own part's modules and those of
+# the parts below its part, never one above (an arrow back up). A part is a subpackage or a
+# top-level module; development.md's map shows the same order.
+LAYERS = (
+    "lm_eval_dcpmi",  # __init__: task_configs_dir, __version__
+    "lm_eval_dcpmi.errors",
+    "lm_eval_dcpmi.json_files",
+    "lm_eval_dcpmi.embedded",
+    "lm_eval_dcpmi.paper",
+    "lm_eval_dcpmi.harness",  # the one seam to lm-eval's internals
+    "lm_eval_dcpmi.data",
+    "lm_eval_dcpmi.rules",
+    "lm_eval_dcpmi.tasks",
+    "lm_eval_dcpmi.hf_prefix",
+    "lm_eval_dcpmi.report",
+    "lm_eval_dcpmi.leaderboard",
+    "lm_eval_dcpmi._autoload",
+    "lm_eval_dcpmi_autoload",  # what the start-up .pth imports
+    "lm_eval_dcpmi.cli",
+    "lm_eval_dcpmi.__main__",
+    "lm_eval_dcpmi.task",  # the class path the YAMLs name
+)
+
+
+def part_of(module: str) -> str:
+    """The part (of ``LAYERS``) a module belongs to: the longest one naming it or a parent."""
+    parts = [p for p in LAYERS if module == p or module.startswith(f"{p}.")]
+    assert parts, f"{module} belongs to no part of LAYERS: add its part there"
+    return max(parts, key=len)
+
+
+def arrows_up(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for each import of a module of a higher part (or one not in ``LAYERS``)."""
+    rank = {part: i for i, part in enumerate(LAYERS)}
+    found = []
+    for module, targets in sorted(graph.items()):
+        for target in sorted(targets):
+            if rank[part_of(target)] > rank[part_of(module)]:
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_no_import_points_back_up():
+    graph, _ = import_graph(ROOT)
+    assert arrows_up(graph) == []
+    assert {part_of(m) for m in graph} == set(LAYERS)  # every part still holds a module
+    # the check finds what it looks for
+    assert arrows_up({"lm_eval_dcpmi.rules.scoring": {"lm_eval_dcpmi.tasks.tokens"}}) == [
+        "lm_eval_dcpmi.rules.scoring -> lm_eval_dcpmi.tasks.tokens"
+    ]
+
+
+def test_module_names_do_not_repeat():
+    # A name says what a module or subpackage is, once in the package. The one exception is
+    # a subcommand's module, cli/<subcommand>.py, named for the command it runs (the work
+    # is done where the other module of that name is).
+    from lm_eval_dcpmi.cli import SUBCOMMANDS
+
+    leaves: dict[str, list[str]] = {}
+    for module in modules(ROOT):
+        if module.startswith(f"{PACKAGE}."):
+            leaves.setdefault(module.rsplit(".", 1)[-1], []).append(module)
+    subcommands = {f"{PACKAGE}.cli.{command.name}" for command in SUBCOMMANDS}
+    repeated = {
+        name: found
+        for name, found in leaves.items()
+        if len([m for m in found if m not in subcommands]) > 1
+    }
+    assert repeated == {}
+    assert set(leaves["verify"]) == {f"{PACKAGE}.cli.verify", f"{PACKAGE}.leaderboard.verify"}
+
+
 def test_every_import_of_ours_names_a_module():
     _, unknown = import_graph(ROOT)
     assert not unknown, "imports naming no module of the package:\n" + "\n".join(unknown)

@@ -230,7 +230,7 @@ def test_wheel_holds_the_task_yamls_and_the_start_up_hook(wheel_env):
     assert declared == {
         "lm_eval.models": {"hf-prefix": "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"},
         "lm_eval.tasks": {"dcpmi": "lm_eval_dcpmi:task_configs_dir"},
-        "console_scripts": {"dcpmi": "lm_eval_dcpmi.command.cli:main"},
+        "console_scripts": {"dcpmi": "lm_eval_dcpmi.cli:main"},
     }
 
 

@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-from lm_eval_dcpmi.tasks import layout
-from lm_eval_dcpmi.tasks.layout import conditional_and_domain, labelled
+from lm_eval_dcpmi.rules import layout
+from lm_eval_dcpmi.rules.layout import conditional_and_domain, labelled
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast

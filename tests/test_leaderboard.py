@@ -18,10 +18,9 @@ import pytest
 import yaml
 from helpers import ROOT
 
-from lm_eval_dcpmi import __version__, embedded, task_configs_dir
-from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi import __version__, cli, embedded, task_configs_dir
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard.benchmarks import BENCHMARKS, parse_dataset_option
+from lm_eval_dcpmi.leaderboard.datasets import BENCHMARKS, parse_dataset_option
 from lm_eval_dcpmi.leaderboard.identity import (
     EMBEDDED_ID,
     check_hub_id,
@@ -98,7 +97,7 @@ def export(capsys, *args: str) -> tuple[int, str, str]:
     results that have no samples to verify (``verified_export`` is the command itself)."""
     import argparse
 
-    from lm_eval_dcpmi.leaderboard import command
+    from lm_eval_dcpmi.cli import export as command
 
     parser = argparse.ArgumentParser(prog="dcpmi export")
     command.add_export_arguments(parser)

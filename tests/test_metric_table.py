@@ -22,7 +22,7 @@ from lm_eval_dcpmi.harness.metrics import registered_metric
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report import results as report_results
 from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.metrics import dcpmi_metric_list, total
+from lm_eval_dcpmi.rules.registry import dcpmi_metric_list, total
 from lm_eval_dcpmi.rules.scoring import METRICS
 
 # Every test here needs neither the model nor the data: the fast tier.
@@ -198,7 +198,7 @@ sys.path.insert(0, sys.argv[1])  # the tests' helpers
 from helpers import make_task
 
 from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.metrics import dcpmi_metric_list
+from lm_eval_dcpmi.rules.registry import dcpmi_metric_list
 from lm_eval_dcpmi.harness.metrics import registered_metric
 from lm_eval_dcpmi.report import looks, results
 

@@ -11,9 +11,11 @@ import pytest
 from helpers import load_task, run_dcpmi
 from report_helpers import entry, md_rows, results_dict, ten_document_run
 
-from lm_eval_dcpmi.command import cli, quick_look, run_steps
+from lm_eval_dcpmi import cli
+from lm_eval_dcpmi.cli import run_steps
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import format_run, load_results, run_from_dict
+from lm_eval_dcpmi.tasks import quick_look
 
 MODEL = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]
 

@@ -123,7 +123,7 @@ def test_the_names_task_yamls_give_stay_where_they_were():
     # lm_eval_dcpmi.data.jsonl`: lm-eval imports the module and takes the attribute
     from lm_eval_dcpmi import data, task
     from lm_eval_dcpmi.data import loaders
-    from lm_eval_dcpmi.tasks.task import DCPMITask
+    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
 
     assert task.DCPMITask is DCPMITask
     for name in data.__all__:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from report_helpers import STAMP, entry, results_dict, ten_document_run
 
-from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.report import load_results, report_command
 from lm_eval_dcpmi.report.loading import SamplesError
 from lm_eval_dcpmi.report.results import ReportError
@@ -211,7 +211,7 @@ def test_results_nested_too_deep_are_one_line_for_report_verify_and_export(tmp_p
 
 
 def test_ctrl_c_in_report_is_one_line(tmp_path, capsys, monkeypatch):
-    from lm_eval_dcpmi.report import command
+    from lm_eval_dcpmi.report import output as command
 
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import SHARDED_TASK, dcpmi_once, tiny_model
 
-from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.rescore import catch_chance, chosen, parse_count
 

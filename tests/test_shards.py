@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from helpers import SHARDED_TASK
 
-from lm_eval_dcpmi.command import cli
-from lm_eval_dcpmi.command.shards import Shard, parse_shard, refuse_with, shard_samples, split_shard
+from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.tasks.shards import Shard, parse_shard, refuse_with, shard_samples, split_shard
 
 # ------------------------------------------------------------------ the shares
 

@@ -34,8 +34,8 @@ from recompute import expected_metrics
 from lm_eval_dcpmi.data import loaders as data
 from lm_eval_dcpmi.errors import DataError
 from lm_eval_dcpmi.harness.index import task_index
+from lm_eval_dcpmi.rules.layout import conditional_and_domain
 from lm_eval_dcpmi.rules.scoring import ACCURACIES
-from lm_eval_dcpmi.tasks.layout import conditional_and_domain
 
 TEMPLATES_DIR = ROOT / "task_configs" / "sst" / "templates"
 TEMPLATE_TASKS = [f"dcpmi_sst2_v{i}" for i in range(15)]

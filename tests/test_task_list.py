@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_dcpmi import paper, task_configs_dir
-from lm_eval_dcpmi.command import cli, task_list
+from lm_eval_dcpmi import cli, paper, task_configs_dir
+from lm_eval_dcpmi.cli import tasks as task_list
 
 
 def defined_tasks() -> set[str]:

@@ -333,12 +333,12 @@ def test_a_tokenizer_without_endoftext_is_reported():
 
 
 def test_sst5_warns_once_when_the_tokenizer_lacks_endoftext(task_manager, monkeypatch, caplog):
-    from lm_eval_dcpmi.tasks import task as task_module
+    from lm_eval_dcpmi.tasks import dcpmi_task as task_module
 
     counter = TokenCounter(byte_level_tokenizer_without_endoftext(), 2048, None)
     monkeypatch.setattr(task_module, "counter_for_metadata", lambda _metadata: counter)
     sst5 = load_task(task_manager, "dcpmi_sst5")
-    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.task"):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.dcpmi_task"):
         request_pairs(sst5, 2)  # the check runs when the requests are built
     warnings = [r.getMessage() for r in caplog.records if "<|endoftext|>" in r.getMessage()]
     assert len(warnings) == 1  # once for the task, not once per document or option
@@ -350,7 +350,7 @@ def test_sst5_warns_once_when_the_tokenizer_lacks_endoftext(task_manager, monkey
 
 def test_sst5_does_not_warn_for_the_embedded_model(task_manager, embedded_counter, caplog):
     sst5 = load_task(task_manager, "dcpmi_sst5")
-    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.task"):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.dcpmi_task"):
         request_pairs(sst5, 2)
     assert not [r for r in caplog.records if "<|endoftext|>" in r.getMessage()]
     doc = sst5.eval_docs[0]

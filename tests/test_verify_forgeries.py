@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from helpers import SHARDED_TASK
 
-from lm_eval_dcpmi.command import cli
+from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.leaderboard.recompute import TokenCounts, mean_stderr, score_documents
 from lm_eval_dcpmi.leaderboard.submission import read_submission
 from lm_eval_dcpmi.report.samples import request_pairs, task_hash

@@ -34,7 +34,8 @@ from lm_eval_dcpmi.data.text_files import (
     not_utf8_message,
     reading,
 )
-from lm_eval_dcpmi.errors import DataError, parse_json
+from lm_eval_dcpmi.errors import DataError
+from lm_eval_dcpmi.json_files import parse_json
 
 log = logging.getLogger(__name__)
 

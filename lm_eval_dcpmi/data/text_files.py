@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from lm_eval_dcpmi.errors import DataError, json_problem
+from lm_eval_dcpmi.errors import DataError
+from lm_eval_dcpmi.json_files import json_problem
 
 # Byte-order marks of the encodings that are not UTF-8 (UTF-32 first: its little-endian
 # mark begins with UTF-16's).

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lm_eval_dcpmi.harness.tasks import release_05
+from lm_eval_dcpmi.harness.configurable_task import release_05
 
 
 @dataclass(frozen=True)

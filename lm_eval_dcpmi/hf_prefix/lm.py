@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from lm_eval_dcpmi.harness.hflm import HookedHFLM
-from lm_eval_dcpmi.hf_prefix import kernels
+from lm_eval_dcpmi.hf_prefix import kernels, masks
 from lm_eval_dcpmi.hf_prefix.cache import (
     Kept,
     empty_cache,
@@ -317,7 +317,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
                 column += n
         own = segment >= 0
         causal = torch.ones(width, width, dtype=torch.bool).tril()
-        allowed = _sees(step.rows, segment) & causal  # [rows, q, k]
+        allowed = masks.sees(step.rows, segment) & causal  # [rows, q, k]
         key_positions = positions
         kwargs: dict[str, Any] = {"use_cache": step.keep, "position_ids": positions}
         if step.keep:  # a cache of plain layers, keeping every slot (cache.empty_cache)
@@ -331,7 +331,9 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
             key_positions = torch.cat([parent.positions[picked].cpu(), positions], -1)
             kwargs[setup.cache_arg] = gather_cache(parent.layers, rows, self.device)
             kwargs["use_cache"] = True
-        kwargs["attention_mask"] = self._masks(allowed, positions, key_positions, setup)
+        kwargs["attention_mask"] = masks.layer_masks(
+            self.model, self.device, allowed, positions, key_positions, setup
+        )
         columns = sorted({column for _, column, _, _ in where}) or [width - 1]
         if setup.keep_arg is not None:  # only these positions go through the LM head
             kwargs[setup.keep_arg] = torch.tensor(columns)
@@ -357,35 +359,6 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
             return None
         return Kept(layers, own.to(self.device), key_positions.to(self.device))
 
-    def _masks(
-        self,
-        allowed: torch.Tensor,
-        positions: torch.Tensor,
-        key_positions: torch.Tensor,
-        setup: Setup,
-    ) -> torch.Tensor | dict[str, torch.Tensor]:
-        """The attention mask of each kind of layer, from ``allowed`` [rows, q, k]: sliding
-        layers see only keys less than the window behind the query (transformers'
-        ``sliding_window_overlay``, on the tokens' positions). One kind: its mask; several
-        (Gemma 2 and 3, Qwen2 with some layers sliding): a dict by kind, which their
-        forward takes in place of making its own."""
-        masks = {}
-        for kind in setup.kinds:
-            seen = allowed
-            if kind == "sliding_attention" and setup.window_masks and setup.window is not None:
-                distance = positions[:, :, None] - key_positions[:, None, :]
-                seen = allowed & (distance < setup.window)
-            masks[kind] = self._mask_4d(seen[:, None]).to(self.device)
-        return masks[setup.kinds[0]] if len(masks) == 1 else masks
-
-    def _mask_4d(self, allowed: torch.Tensor) -> torch.Tensor:
-        """A custom 4D mask in the form the model's attention takes (bool for sdpa)."""
-        if getattr(self.model.config, "_attn_implementation", None) == "sdpa":
-            return allowed
-        dtype = self.model.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype)
-        return mask.masked_fill(~allowed, torch.finfo(dtype).min)
-
     @contextlib.contextmanager
     def _inference(self, packed: bool = True) -> Iterator[None]:
         """No gradients, the autocast HFLM's ``_model_call`` uses (``mixed_precision_dtype``)
@@ -398,23 +371,6 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
             kernels.packed() if packed else contextlib.nullcontext(),
         ):
             yield
-
-
-def _sees(rows: Sequence[Any], segment: torch.Tensor) -> torch.Tensor:
-    """[rows, q, k]: key k's node is query q's node or an ancestor of it in the row
-    (``segment``: each slot's node index in its row, -1 for padding, which sees padding)."""
-    nodes = max(len(row.nodes) for row in rows)
-    sees = torch.zeros((len(rows), nodes + 1, nodes + 1), dtype=torch.bool)
-    sees[:, 0, 0] = True  # index 0: padding
-    for r, row in enumerate(rows):
-        links = row.in_row_parents()
-        for j in range(len(links)):
-            ancestor = j
-            while ancestor >= 0:
-                sees[r, j + 1, ancestor + 1] = True
-                ancestor = links[ancestor]
-    slot = segment + 1
-    return sees[torch.arange(len(rows))[:, None, None], slot[:, :, None], slot[:, None, :]]
 
 
 def _dtype(value: str | torch.dtype | None) -> torch.dtype | None:

@@ -81,8 +81,8 @@ def data_findings(task: TaskEntry, rebuilt: RebuiltTask, where: str) -> list[Fin
 def _expected_ids(submission: Submission, documents: int) -> tuple[list[int], str] | None:
     """The documents the run was asked to score, where its results file says: a shard, a
     ``--limit`` prefix, else (a whole run) every one; None for a ``--samples`` selection."""
-    from lm_eval_dcpmi.command.quick_look import prefix_size
-    from lm_eval_dcpmi.command.shards import Shard
+    from lm_eval_dcpmi.tasks.quick_look import prefix_size
+    from lm_eval_dcpmi.tasks.shards import Shard
 
     block = submission.data.get("dcpmi") if isinstance(submission.data.get("dcpmi"), dict) else {}
     shard = block.get("shard")

@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.command.shards import Shard
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.harness.results import logged_loglikelihood
+from lm_eval_dcpmi.harness.logged import logged_loglikelihood
+from lm_eval_dcpmi.json_files import read_json, write_json
 from lm_eval_dcpmi.leaderboard.identity import sanitized
-from lm_eval_dcpmi.leaderboard.portable import read_json, write_json
 from lm_eval_dcpmi.leaderboard.recompute import (
     TokenCounts,
     close,
@@ -49,6 +48,7 @@ from lm_eval_dcpmi.report.results import ReportError
 from lm_eval_dcpmi.report.samples import request_pairs, task_hash, task_layout
 from lm_eval_dcpmi.report.writing import Output, write_all
 from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks.shards import Shard
 
 # What every shard of one run records alike: (where in the results file, what it is).
 SAME = (

@@ -4,16 +4,14 @@ rewrite of the files it wrote (``identity.make_portable``), and of any lm-eval r
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import __version__
-from lm_eval_dcpmi.errors import RESULTS_FILE_FIX, DCPMIError, parse_json
+from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.json_files import read_json, write_json
 from lm_eval_dcpmi.leaderboard.identity import (
     NO_PRETRAINED,
     ModelIdentity,
@@ -40,42 +38,6 @@ def split_model_id(argv: Sequence[str]) -> tuple[str | None, list[str]]:
         else:
             rest.append(arg)
     return (None if model_id is None else check_hub_id(model_id)), rest
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A results file's JSON object; a ``DCPMIError`` naming the file otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise DCPMIError(f"{path}: cannot be read ({error.strerror or error}).") from None
-    except UnicodeDecodeError:
-        raise DCPMIError(f"{path}: not an lm-eval results file (not UTF-8 text).") from None
-    data = parse_json(text, str(path), fix=RESULTS_FILE_FIX)
-    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
-        raise DCPMIError(f'{path}: not an lm-eval results file (no "results" object).')
-    return data
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """``data`` as lm-eval writes a results file (indent 2, UTF-8), replacing ``path`` whole."""
-    text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file 600; a file written in place would get 666 less the umask
-        os.chmod(temporary, 0o666 & ~current_umask())
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def current_umask() -> int:
-    """The process's umask (read by setting it, then setting it back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def model_args_of(data: dict[str, Any]) -> dict[str, Any]:

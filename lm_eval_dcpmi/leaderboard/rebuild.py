@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.checks import documents as checks
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.harness.requests import (
     BuildOptions,
@@ -28,6 +27,7 @@ from lm_eval_dcpmi.harness.requests import (
     hf_chat_template,
     text_hash,
 )
+from lm_eval_dcpmi.tasks import document_checks as checks
 
 
 @dataclass(frozen=True)

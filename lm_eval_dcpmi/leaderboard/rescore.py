@@ -205,6 +205,6 @@ def rescore(
 
 def logged_loglikelihoods(sample: dict[str, Any]) -> list[float]:
     """A sample's logged loglikelihoods, in request order."""
-    from lm_eval_dcpmi.harness.results import logged_loglikelihood
+    from lm_eval_dcpmi.harness.logged import logged_loglikelihood
 
     return [number(logged_loglikelihood(r)) for r in sample["filtered_resps"]]

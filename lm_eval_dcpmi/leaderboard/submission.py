@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.json_files import read_json
 from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify, recorded_identity
-from lm_eval_dcpmi.leaderboard.portable import model_args_of, read_json
+from lm_eval_dcpmi.leaderboard.portable import model_args_of
 from lm_eval_dcpmi.report.samples import samples_files
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks import premise_digest

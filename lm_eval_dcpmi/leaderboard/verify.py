@@ -320,3 +320,22 @@ def summary(checked: Iterable[Checked]) -> list[str]:
             of = f" of {split}" if split is not None and split != n else ""
             lines.append(f"{task}: {n}{of} documents rebuilt and recomputed ({shown})")
     return lines
+
+
+def refuse_unverified(submissions: list, tokenizer: str | None, data_dir: str | None) -> None:
+    """``dcpmi verify``'s every check on each submission first: export writes only numbers
+    that the data and the logged loglikelihoods give (a ``DCPMIError`` naming the first
+    difference otherwise)."""
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise DCPMIError(
+            f"--data_dir {data_dir}: no such folder; give the evaluation data's folder."
+        )
+    options = VerifyOptions(tokenizer, data_dir)
+    for submission in submissions:
+        _checked, findings = verify_submission(submission, options)
+        if findings:
+            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+            raise DCPMIError(
+                f"{findings[0]}{more}; export writes only what dcpmi verify passes (it lists "
+                "every difference)."
+            )

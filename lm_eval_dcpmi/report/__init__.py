@@ -13,7 +13,8 @@ the five decision rules (``scoring.METHODS``) on every DC-PMI task:
 The parts, by job: ``results`` (the data model, from a results dict), ``loading`` (files
 and folders), ``samples`` (the ``--log_samples`` files), ``stats`` (intervals and paired
 tests), ``tables`` / ``studies`` / ``intervals`` / ``summary`` (Markdown and CSV),
-``figures``, ``options`` (the per-option export) and ``command`` (the CLI).
+``figures``, ``options`` (the per-option export) and ``output`` (the files written, all
+or nothing; ``dcpmi report`` is ``lm_eval_dcpmi.cli.report``).
 
 "Best" is decided on the numbers as shown (percent, one decimal), so two methods that
 print the same are tied; ``n/a`` (computed as NaN) and ``–`` (absent from the file) are
@@ -22,7 +23,6 @@ scipy are used; nothing here imports lm-eval or torch except the per-option expo
 token counting.
 """
 
-from lm_eval_dcpmi.report.command import FORMATS, add_arguments, main, report_command, run
 from lm_eval_dcpmi.report.figures import (
     COLOURS,
     dcpmi_gain,
@@ -33,6 +33,7 @@ from lm_eval_dcpmi.report.figures import (
 )
 from lm_eval_dcpmi.report.loading import load_results
 from lm_eval_dcpmi.report.options import write_options_csv
+from lm_eval_dcpmi.report.output import FORMATS, report_command
 from lm_eval_dcpmi.report.results import (
     LABELS,
     METHODS,
@@ -68,21 +69,18 @@ __all__ = [
     "Share",
     "Study",
     "TaskRow",
-    "add_arguments",
     "csv_report",
     "dcpmi_gain",
     "figure_name",
     "format_run",
     "format_run_table",
     "load_results",
-    "main",
     "markdown_report",
     "markdown_table",
     "model_label",
     "plot_run",
     "plot_study",
     "report_command",
-    "run",
     "run_from_dict",
     "study_figure_name",
     "summary",

@@ -11,7 +11,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.errors import RESULTS_FILE_FIX, parse_json
+from lm_eval_dcpmi.json_files import RESULTS_FILE_FIX, parse_json
 from lm_eval_dcpmi.report.results import (
     METHODS,
     ReportError,

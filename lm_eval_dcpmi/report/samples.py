@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.errors import parse_json
-from lm_eval_dcpmi.harness.results import logged_loglikelihood
+from lm_eval_dcpmi.harness.logged import logged_loglikelihood
+from lm_eval_dcpmi.json_files import parse_json
 from lm_eval_dcpmi.report.results import ReportError, number
-from lm_eval_dcpmi.tasks.layout import DEFAULT, Layout
+from lm_eval_dcpmi.rules.layout import DEFAULT, Layout
 
 _RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
 

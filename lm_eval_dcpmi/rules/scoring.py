@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from lm_eval_dcpmi.tasks.layout import DOMAIN
+from lm_eval_dcpmi.rules.layout import DOMAIN
 
 
 @dataclass(frozen=True)

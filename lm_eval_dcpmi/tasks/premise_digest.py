@@ -33,3 +33,11 @@ def versioned(version: Any, sha256: str) -> str:
 def digest_in(version: Any) -> str:
     """The 8 hex digits a recorded version names ('' for a version without them)."""
     return str(version or "").partition(MARK)[2]
+
+
+def premise_version(version: Any, domain_premise: str) -> str:
+    """The version results record for a task with the domain premise alone: the YAML's
+    number and the premise's digest (lm-eval's ``task_hashes`` see the conditional
+    requests only). A task with more reference contexts or content-free fields hashes
+    them all (``references.identity``)."""
+    return versioned(version, sha256_of(domain_premise))

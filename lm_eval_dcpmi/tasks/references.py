@@ -30,9 +30,9 @@ from typing import Any, Literal
 import yaml
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.harness.tasks import fewshot_random
+from lm_eval_dcpmi.harness.configurable_task import fewshot_random
+from lm_eval_dcpmi.rules.layout import DOMAIN
 from lm_eval_dcpmi.tasks import premise_digest
-from lm_eval_dcpmi.tasks.layout import DOMAIN
 
 # Zhao et al. (2021), "Calibrate Before Use", section 5: "N/A", the empty string, "[MASK]".
 CONTENT_FREE_INPUTS: tuple[str, ...] = ("N/A", "", "[MASK]")
@@ -187,3 +187,18 @@ def same_fewshot_draws(task: Any) -> Iterator[None]:
     finally:
         if state is not None:
             generator.setstate(state)
+
+
+def check_task_name(name: Any, source: str) -> None:
+    """lm-eval writes a task's samples to ``samples_<task>_<date>.jsonl``: a name with a path
+    separator there would only fail after every request is scored."""
+    bad = [c for c in ("/", "\\", "\0") if c in str(name)]
+    if bad:
+        fixed = str(name)
+        for c in bad:
+            fixed = fixed.replace(c, "_")
+        raise DCPMIConfigError(
+            f"task {name!r} ({source}): lm-eval names the samples file after the task "
+            f"(samples_<task>_<date>.jsonl), so {bad[0]!r} in its name makes a path that cannot "
+            f"be written; name it without {bad[0]!r}, e.g. task: {fixed}"
+        )

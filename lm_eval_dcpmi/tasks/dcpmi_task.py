@@ -15,32 +15,30 @@ built; ``process_results`` then only combines numbers (``scoring``).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi import __version__
-from lm_eval_dcpmi.checks import documents as checks
 from lm_eval_dcpmi.data.digests import task_data_files
 from lm_eval_dcpmi.data.user_json import loading_json
 from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
-from lm_eval_dcpmi.harness import tasks as harness_tasks
-from lm_eval_dcpmi.harness.templates import jinja_env
+from lm_eval_dcpmi.harness import configurable_task as harness_tasks
 from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.metrics import dcpmi_metric_list, register_metrics
+from lm_eval_dcpmi.rules.layout import Layout
+from lm_eval_dcpmi.rules.registry import dcpmi_metric_list, register_metrics
 from lm_eval_dcpmi.rules.scoring import METHODS, DocumentScores
-from lm_eval_dcpmi.tasks import premise_digest, references
+from lm_eval_dcpmi.tasks import document_checks as checks
+from lm_eval_dcpmi.tasks import premise_digest, references, rendering, request_checks
 from lm_eval_dcpmi.tasks.derive import with_base_task
-from lm_eval_dcpmi.tasks.documents import (
+from lm_eval_dcpmi.tasks.document_store import (
     DocumentScoring,
     PendingDocuments,
     carrier_scores,
     warn_if_every_process_scores_everything,
 )
-from lm_eval_dcpmi.tasks.layout import Layout
 from lm_eval_dcpmi.tasks.tokens import (
     TokenCounter,
     counter_for_metadata,
@@ -48,16 +46,6 @@ from lm_eval_dcpmi.tasks.tokens import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def affix(value: str, before: str = "", after: str = "") -> str:
-    """Jinja filter: ``options | map('affix', ' "', '"') | list`` wraps every option."""
-    return f"{before}{value}{after}"
-
-
-# lm-eval renders every template with this one Jinja environment (it registers
-# its own `regex_replace` filter the same way).
-jinja_env().filters.setdefault("affix", affix)
 
 
 # lm-eval advises every task with a custom_dataset on its kwargs; the plugin's own tasks'
@@ -69,29 +57,6 @@ def _trailing_whitespace(text: str) -> str:
     return text[len(text.rstrip()) :]
 
 
-def premise_version(version: Any, domain_premise: str) -> str:
-    """The version results record for a task with the domain premise alone: the YAML's
-    number and the premise's digest (lm-eval's ``task_hashes`` see the conditional
-    requests only). A task with more reference contexts or content-free fields hashes
-    them all (``references.identity``)."""
-    return premise_digest.versioned(version, premise_digest.sha256_of(domain_premise))
-
-
-def _check_task_name(name: Any, source: str) -> None:
-    """lm-eval writes a task's samples to ``samples_<task>_<date>.jsonl``: a name with a path
-    separator there would only fail after every request is scored."""
-    bad = [c for c in ("/", "\\", "\0") if c in str(name)]
-    if bad:
-        fixed = str(name)
-        for c in bad:
-            fixed = fixed.replace(c, "_")
-        raise DCPMIConfigError(
-            f"task {name!r} ({source}): lm-eval names the samples file after the task "
-            f"(samples_<task>_<date>.jsonl), so {bad[0]!r} in its name makes a path that cannot "
-            f"be written; name it without {bad[0]!r}, e.g. task: {fixed}"
-        )
-
-
 class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
     """``ConfigurableTask`` for multiple choice, plus reference-context requests and metrics."""
 
@@ -101,16 +66,16 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         if "base_task" in config:
             config = with_base_task(config, DCPMITask)
         name = config.get("task", "<unnamed task>")
-        self._source = (config.get("metadata") or {}).get("config_source", "its YAML")
-        _check_task_name(name, self._source)
-        self.references = references.reference_contexts(config, name, self._source)
-        self.content_free_fields = references.content_free_fields(config, name, self._source)
+        self.config_source = (config.get("metadata") or {}).get("config_source", "its YAML")
+        references.check_task_name(name, self.config_source)
+        self.references = references.reference_contexts(config, name, self.config_source)
+        self.content_free_fields = references.content_free_fields(config, name, self.config_source)
         for key in ("domain_premise", "reference_contexts", "content_free_fields"):
             config.pop(key, None)
         self.domain_premise_template = self.references[0].template
         if config.get("output_type") != "multiple_choice":
             raise DCPMIConfigError(
-                f"task {name} ({self._source}): DC-PMI scores options, so it needs "
+                f"task {name} ({self.config_source}): DC-PMI scores options, so it needs "
                 f"`output_type: multiple_choice`, not {config.get('output_type')!r}."
             )
         self.layout = Layout(
@@ -127,18 +92,18 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         try:
             config["metric_list"] = dcpmi_metric_list(config.get("metric_list"), self.metrics)
         except DCPMIConfigError as err:
-            raise DCPMIConfigError(f"task {name} ({self._source}): {err}") from None
-        self._templates = {
-            r.name: checks.compile_premise(r.template, name, self._source, r.name)
+            raise DCPMIConfigError(f"task {name} ({self.config_source}): {err}") from None
+        self.premise_templates = {
+            r.name: rendering.compile_premise(r.template, name, self.config_source, r.name)
             for r in self.references
             if r.kind == "premise"
         }
-        self._rendering_premise: str | None = None  # read by doc_to_text, which __init__ calls
         self._pending = PendingDocuments()
-        self._build_options: dict[str, Any] = {}
+        self.build_options: dict[str, Any] = {}
         self._carrier_due = False  # the next document built carries the content-free requests
         self._content_free: dict[str, list[float]] | None = None  # their scores, once known
         self._warned_unranked = False
+        self._warned_fewshot_split = False
         self._n_constructed = 0  # construct_requests calls: none when lm-eval read its cache
         self._metric_override: str | None = None
         self._last_choices: tuple[Any, Any] = (None, None)  # (document, its options)
@@ -148,7 +113,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         self.VERSION = premise_digest.versioned(self.VERSION, identity)
         unsupported = harness_tasks.unsupported_task_form(self)
         if unsupported is not None:
-            raise DCPMIConfigError(f"task {name} ({self._source}): {unsupported}")
+            raise DCPMIConfigError(f"task {name} ({self.config_source}): {unsupported}")
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
         checks.check_documents(self, counter_for_metadata(self.config.metadata))
@@ -156,11 +121,11 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         # a user's JSON file the datasets library cannot read: one line naming the file
         try:
-            with loading_json(self.config.task, self._source, self.config):
+            with loading_json(self.config.task, self.config_source, self.config):
                 super().download(dataset_kwargs, **kwargs)
         except offline_errors() as err:  # a Hub dataset, neither cached nor reachable
             raise DataError(
-                f"task {self.config.task} ({self._source}): its dataset "
+                f"task {self.config.task} ({self.config_source}): its dataset "
                 f"{self.config.dataset_path!r} could not be loaded ({type(err).__name__}: "
                 f"{err}). {offline_fix()}"
             ) from None
@@ -179,7 +144,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         # the content-free prompts need), and is skipped altogether when lm-eval reads the
         # requests from its cache (--cache_requests): keep them, and check and count after
         # either path.
-        self._build_options = {
+        self.build_options = {
             "system_instruction": system_instruction,
             "apply_chat_template": kwargs.get("apply_chat_template", False),
             "fewshot_as_multiturn": kwargs.get("fewshot_as_multiturn", False),
@@ -187,7 +152,11 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         }
         self._content_free = None
         warn_if_every_process_scores_everything(kwargs.get("world_size", 1))
-        checks.warn_fewshot_from_eval_split(self)
+        if not self._warned_fewshot_split:
+            warning = checks.fewshot_split_warning(self)
+            if warning is not None:
+                log.warning(warning)
+                self._warned_fewshot_split = True
         constructed = self._n_constructed
         self._carrier_due = bool(self.layout.content_free)
         super().build_all_requests(system_instruction=system_instruction, **kwargs)
@@ -198,7 +167,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
             kwargs["cache_requests"] = False
             self._carrier_due = bool(self.layout.content_free)
             super().build_all_requests(system_instruction=system_instruction, **kwargs)
-            checks.check_cached_requests(self, cached, self.instances)
+            request_checks.check_cached_requests(self, cached, self.instances)
         self._prepare_scoring()
 
     def construct_requests(self, doc: dict, ctx: Any, **kwargs: Any) -> list[Instance]:
@@ -233,80 +202,18 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
     def premise_text(
         self, reference: references.ReferenceContext, doc: dict, doc_id: int | None = None
     ) -> str:
-        """What stands in for the document's text in a reference context (never blank);
-        empty for the empty context."""
-        if reference.kind == "empty":
-            return ""
-        if reference.kind == "last_word":
-            text = checks.rendered(self, "doc_to_text", self.doc_to_text, doc, doc_id)
-            what = "the last word of the premise"
-            text = references.last_word(text) if isinstance(text, str) else ""
-        else:
-            what = f"the {reference.name} premise {reference.template!r}"
-            template = self._templates[reference.name]
-            text = checks.rendered(self, what, lambda d: template.render(**d), doc, doc_id)
-        if not text.strip():
-            raise checks.fault(
-                self,
-                doc,
-                doc_id,
-                f"{what} renders "
-                + ("empty" if not text else f"only whitespace ({text!r})")
-                + "; a reference context needs some text.",
-            )
-        return text
+        """What stands in for the document's text in ``reference`` (``rendering``)."""
+        return rendering.premise_text(self, reference, doc, doc_id)
 
     def reference_context(
         self, reference: references.ReferenceContext, doc: dict, doc_id: int | None = None
     ) -> str:
-        """The reference context: its premise inside the prompt lm-eval would build around a
-        document's text (system instruction, description, chat template and gen_prefix, no
-        examples), or the empty string."""
-        premise = self.premise_text(reference, doc, doc_id)
-        if reference.kind == "empty":
-            return ""
-        with self._premise_as_text(premise):
-            return self.fewshot_context(
-                doc,
-                num_fewshot=0,
-                system_instruction=self._build_options.get("system_instruction"),
-                apply_chat_template=self._build_options.get("apply_chat_template", False),
-                chat_template=self._build_options.get("chat_template"),
-                gen_prefix=harness_tasks.gen_prefix(self, doc),
-            )
+        """The reference context of ``doc`` as lm-eval's prompt builder makes it."""
+        return rendering.reference_context(self, reference, doc, doc_id)
 
     def content_free_context(self, doc: dict, text: str) -> str:
-        """The task's own prompt, few-shot examples and chat template included, with
-        ``text`` in every content-free field of ``doc`` (contextual calibration)."""
-        content_free_doc = checks.content_free_doc(self, doc, text)
-        options = self._build_options
-        # the sampler's draw for the content-free prompt must not shift the documents' own
-        with references.same_fewshot_draws(self):
-            return self.fewshot_context(
-                content_free_doc,
-                num_fewshot=self.config.num_fewshot or 0,
-                system_instruction=options.get("system_instruction"),
-                apply_chat_template=options.get("apply_chat_template", False),
-                fewshot_as_multiturn=options.get("fewshot_as_multiturn", False),
-                chat_template=options.get("chat_template"),
-                gen_prefix=harness_tasks.gen_prefix(self, content_free_doc),
-            )
-
-    @contextlib.contextmanager
-    def _premise_as_text(self, premise: str) -> Iterator[None]:
-        # fewshot_context renders the document through doc_to_text (and, for several
-        # inputs, through the option contexts): stand the premise in for both.
-        self._rendering_premise = premise
-        try:
-            with harness_tasks.single_input(self):
-                yield
-        finally:
-            self._rendering_premise = None
-
-    def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> Any:
-        if self._rendering_premise is not None and doc_to_text is None:
-            return self._rendering_premise
-        return super().doc_to_text(doc, doc_to_text)
+        """The task's prompt with ``text`` in every content-free field (CC)."""
+        return rendering.content_free_context(self, doc, text)
 
     def doc_to_choice(self, doc: Any, doc_to_choice: Any = None) -> list[str]:
         # Building one document's requests asks for its options several times, and
@@ -337,7 +244,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
             scored_texts.update(r.arguments[0] for r in requests[entry.n_options :])
         if counter is not None:
             for warning in literal_special_token_warnings(
-                scored_texts, counter.tokenizer, self.config.task, self._source
+                scored_texts, counter.tokenizer, self.config.task, self.config_source
             ):
                 log.warning(warning)
 
@@ -353,11 +260,11 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
             n, carrier=True
         )
         if len(requests) != self.layout.n_requests(n, carrier):  # a safeguard
-            raise checks.fault(self, doc, doc_id, f"{len(requests)} requests for {n} options.")
+            raise rendering.fault(self, doc, doc_id, f"{len(requests)} requests for {n} options.")
         if counter is None:
             return DocumentScoring(gold, n, carrier, None, float("nan"), tuple(requests[:n]))
         counts = [counter.split(*request.arguments[:2]) for request in requests]
-        checks.check_token_counts(
+        request_checks.check_token_counts(
             self, doc, doc_id, requests, counts, counter.max_length, n, carrier
         )
         truncated = sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts)
@@ -477,4 +384,4 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
         return harness_tasks.document_metrics({**own, **values, scoring.TRUNCATED: entry.truncated})
 
 
-__all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "affix", "dcpmi_metric_list"]
+__all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "dcpmi_metric_list"]

@@ -15,12 +15,13 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import paper, task_configs_dir
+from lm_eval_dcpmi.cli.subcommand import SubCommand
 from lm_eval_dcpmi.errors import DCPMIError
 
 DATA_DIR_ENV = "DCPMI_DATA_DIR"  # data.loaders.DATA_DIR_ENV, without importing datasets
@@ -169,13 +170,17 @@ def _natural(name: str) -> tuple[str, int]:
     return (stem, int(name[len(stem) :] or -1))
 
 
-def main(argv: Sequence[str]) -> int:
-    """``dcpmi tasks [--all]``."""
-    parser = argparse.ArgumentParser(prog="dcpmi tasks", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--all", action="store_true", help="list the tasks of nested groups")
-    args = parser.parse_args(argv)
-    print_listing(show_all=args.all)
-    return 0
+class Tasks(SubCommand):
+    name = "tasks"
+    help = "the plugin's groups, tags and tasks, one line each"
+    description = __doc__.split("\n\n")[0]
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--all", action="store_true", help="list the tasks of nested groups")
+
+    def run(self, args: argparse.Namespace) -> int:
+        print_listing(show_all=args.all)
+        return 0
 
 
 def print_listing(show_all: bool = False) -> None:

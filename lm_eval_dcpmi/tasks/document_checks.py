@@ -11,20 +11,17 @@ they are the very requests the task builds now (``check_cached_requests``).
 
 from __future__ import annotations
 
-import json
 import logging
 import unicodedata
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import jinja2
 import jinja2.meta
-from lm_eval.api.instance import Instance
 
-from lm_eval_dcpmi.checks import null_fields
-from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
-from lm_eval_dcpmi.harness.tasks import multiple_inputs, raw_target
-from lm_eval_dcpmi.harness.templates import jinja_env, template_error
+from lm_eval_dcpmi.harness.configurable_task import multiple_inputs, raw_target
+from lm_eval_dcpmi.harness.templates import jinja_env
+from lm_eval_dcpmi.tasks import null_fields
+from lm_eval_dcpmi.tasks.rendering import content_free_doc, fault, field_names, rendered, shown
 from lm_eval_dcpmi.tasks.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -34,66 +31,6 @@ log = logging.getLogger(__name__)
 # option this far over the window is refused then; the requests' exact counts decide
 # the rest when they are built.
 WINDOW_MARGIN = 8
-
-STALE_CACHE = (
-    "lm-eval read stale requests from its request cache (its key ignores the task's config, "
-    "the data and --samples). Rerun once with `--cache_requests refresh`."
-)
-
-
-def fault(task: Any, doc: Any, doc_id: int | None, message: str) -> DCPMIConfigError:
-    """A one-line error naming the task, its YAML and the document."""
-    where = f"document {doc_id}" if doc_id is not None else "a document"
-    if isinstance(doc, dict) and doc.get("source"):
-        where += f" ({doc['source']})"
-    return DCPMIConfigError(f"task {task.config.task} ({task._source}), {where}: {message}")
-
-
-def compile_premise(
-    template: str, task_name: str, source: str, reference: str = "domain"
-) -> jinja2.Template:
-    """A premise template compiled once in lm-eval's Jinja environment (``apply_template``
-    compiles it for every document; rendering the compiled one gives the same text)."""
-    line = "`domain_premise:`" if reference == "domain" else f"`reference_contexts: {reference}:`"
-    if not template.strip():
-        raise DCPMIConfigError(
-            f"task {task_name} ({source}): the {reference} premise {template!r} is only "
-            f"whitespace; a reference context needs some text. Fix its {line} line."
-        )
-    try:
-        return jinja_env().from_string(template)
-    except jinja2.TemplateError as err:
-        raise DCPMIConfigError(
-            f"task {task_name} ({source}): the {reference} premise {template!r} is not a valid "
-            f"Jinja template ({err}); fix its {line} line."
-        ) from err
-
-
-def field_names(doc: Any) -> str:
-    """A document's fields, for messages that say which it has."""
-    return ", ".join(sorted(doc)) if isinstance(doc, dict) else type(doc).__name__
-
-
-def rendered(
-    task: Any, what: str, render: Callable[[Any], Any], doc: Any, doc_id: int | None
-) -> Any:
-    """``render(doc)``, with a failure of a template or function named for the document."""
-    try:
-        return render(doc)
-    except DCPMIError:
-        raise
-    except Exception as raised:  # a user's template or !function: any error is theirs to fix
-        err = template_error(raised)  # as the template raised it, whatever lm-eval wraps
-        if isinstance(err, jinja2.UndefinedError):  # lm-eval's environment is StrictUndefined
-            fields = field_names(doc)
-            raise fault(
-                task,
-                doc,
-                doc_id,
-                f"{what} uses a field the document lacks: {err}; the document's fields: "
-                f"{fields}. Fix the template in the task's YAML, or the data.",
-            ) from err
-        raise fault(task, doc, doc_id, f"{what} failed: {type(err).__name__}: {err}.") from err
 
 
 def options(task: Any, doc: Any, doc_id: int) -> list[str]:
@@ -128,10 +65,6 @@ def gold_index(task: Any, doc: Any, doc_id: int, choices: list[str]) -> int:
             "give one option (several gold options are not supported).",
         )
     return gold
-
-
-def _shown(text: str, limit: int = 60) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _first(docs: list[tuple[int, Any, str]]) -> str:
@@ -189,7 +122,7 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
         else:
             continuations = {k: f"{delimiter}{choice}" for k, choice in enumerate(choices)}
         long += [(doc_id, doc, k, t) for k, t in continuations.items() if len(t.encode()) > window]
-    name = f"{task.config.task} ({task._source})"
+    name = f"{task.config.task} ({task.config_source})"
     if duplicated:
         log.warning(
             "%s: %s duplicate options (%s); identical options score alike and the "
@@ -328,11 +261,6 @@ def _check_fixed_labels(
     return first
 
 
-def content_free_doc(task: Any, doc: dict, text: str = "N/A") -> dict:
-    """``doc`` with ``text`` in every content-free field."""
-    return {**doc, **dict.fromkeys(task.content_free_fields, text)}
-
-
 # Stands in for a field's text to see whether the prompt shows it (no data holds it).
 _PROBE = "\u2063dcpmi-probe\u2063"
 
@@ -372,21 +300,22 @@ def _check_content_free_prompt(task: Any, doc: dict, doc_id: int) -> None:
             "shows them beside `content_free_fields: %s`), so they are not free of content. "
             "Add the fields that hold the input to `content_free_fields:`.",
             task.config.task,
-            task._source,
+            task.config_source,
             doc_id,
             ", ".join(map(repr, kept)),
             list(task.content_free_fields),
         )
 
 
-def warn_fewshot_from_eval_split(task: Any) -> None:
-    """Once per task: ``num_fewshot`` > 0 and no few-shot split, and lm-eval's fallback (the
-    training split, else the validation split, else the test split) is the evaluation split
-    itself: the examples are other documents of it, at times the document itself (lm-eval
-    leaves the document out only when ``fewshot_split`` names the test split)."""
+def fewshot_split_warning(task: Any) -> str | None:
+    """The warning when ``num_fewshot`` > 0 and no few-shot split, and lm-eval's fallback (the
+        training split, else the validation split, else the test split) is the evaluation split
+        itself: the examples are other documents of it, at times the document itself (lm-eval
+        leaves the document out only when ``fewshot_split`` names the test split); else None.
+    The task says it once."""
     shots = task.config.num_fewshot or 0
-    if shots <= 0 or getattr(task, "_warned_fewshot_split", False):
-        return
+    if shots <= 0:
+        return None
     config = task.config
     fewshot = config.fewshot_config  # a FewshotConfig (lm-eval 0.4.13) or a dict
     split, samples = (
@@ -395,7 +324,7 @@ def warn_fewshot_from_eval_split(task: Any) -> None:
         else (getattr(fewshot, "split", None), getattr(fewshot, "samples", None))
     )
     if config.fewshot_split is not None or split is not None or samples is not None:
-        return
+        return None
     eval_split = config.test_split if task.has_test_docs() else config.validation_split
     pool = (
         config.training_split
@@ -405,17 +334,13 @@ def warn_fewshot_from_eval_split(task: Any) -> None:
         else config.test_split
     )
     if pool != eval_split:
-        return
-    task._warned_fewshot_split = True
-    log.warning(
-        "%s (%s): num_fewshot %d draws the examples from the evaluation split %r itself (the "
-        "task names no few-shot split): a document's examples are other documents of that "
-        "split, at times the document itself. Give the examples a split of their own: "
-        "`fewshot_split: <split>` in the task's YAML.",
-        config.task,
-        task._source,
-        shots,
-        eval_split,
+        return None
+    return (
+        f"{config.task} ({task.config_source}): num_fewshot {shots} draws the examples from "
+        f"the evaluation split {eval_split!r} itself (the task names no few-shot split): a "
+        "document's examples are other documents of that split, at times the document "
+        "itself. Give the examples a split of their own: `fewshot_split: <split>` in the "
+        "task's YAML."
     )
 
 
@@ -432,7 +357,7 @@ def _check_option_lengths(
                 task,
                 doc,
                 doc_id,
-                f"{what} ({_shown(text)}) is {lengths[text]} tokens long on its own, more than "
+                f"{what} ({shown(text)}) is {lengths[text]} tokens long on its own, more than "
                 f"the model's window of {counter.max_length} tokens: lm-eval cannot score it. "
                 "Shorten it, or raise max_length in --model_args if the model allows.",
             )
@@ -441,102 +366,3 @@ def _check_option_lengths(
 def _n_tokens(counter: TokenCounter, texts: list[str]) -> list[int]:
     encoded = counter.tokenizer(texts, add_special_tokens=False)["input_ids"]  # one batch
     return [len(ids) for ids in encoded]
-
-
-def check_token_counts(
-    task: Any,
-    doc: Any,
-    doc_id: int,
-    requests: Sequence[Instance],
-    counts: Sequence[tuple[int, int]],
-    max_length: int,
-    n_options: int,
-    carrier: bool,
-) -> None:
-    """What lm-eval's HF models assert of every request (``HFLM._loglikelihood_tokens``):
-    a context and a continuation of at least one token, a continuation of at most
-    ``max_length`` tokens, counted as ``TemplateLM._encode_pair`` splits the pair."""
-    for kind, option_index, (request, (n_context, n_continuation)) in task.layout.labelled(
-        list(zip(requests, counts, strict=True)), n_options, carrier
-    ):
-        context, continuation = request.arguments[:2]
-        option = f"option {option_index} ({_shown(continuation)})"
-        if n_continuation > max_length:
-            problem = (
-                f"is {n_continuation} tokens long in its {kind} request, more than the model's "
-                f"window of {max_length} tokens: lm-eval cannot score it. Shorten it, or raise "
-                "max_length in --model_args if the model allows."
-            )
-        elif n_continuation < 1:
-            problem = f"has no tokens in its {kind} request, after {_shown(context[-60:])}."
-        elif n_context < 1:
-            problem = (
-                f"follows a {kind} context without tokens ({_shown(context)}, once its trailing "
-                "whitespace moves to the option): give the premise some text."
-            )
-        else:
-            continue
-        raise fault(task, doc, doc_id, f"{option} {problem}")
-
-
-def _by_doc(instances: Sequence[Instance]) -> dict[int, list[Instance]]:
-    grouped: dict[int, list[Instance]] = {}
-    for instance in instances:
-        grouped.setdefault(instance.doc_id, []).append(instance)
-    for group in grouped.values():
-        group.sort(key=lambda instance: instance.idx)
-    return grouped
-
-
-def _doc_key(doc: Any) -> str:
-    return json.dumps(doc, sort_keys=True, default=str)
-
-
-def _around_difference(text: str, other: str, limit: int = 80) -> str:
-    """``text`` shown whole when short, else around its first difference from ``other``."""
-    if len(text) <= limit:
-        return repr(text)
-    pairs = enumerate(zip(text, other, strict=False))
-    start = max(0, next((i for i, (a, b) in pairs if a != b), len(other)) - limit // 3)
-    shown = text[start : start + limit]
-    return ("..." if start else "") + repr(shown) + ("..." if start + limit < len(text) else "")
-
-
-def check_cached_requests(task: Any, cached: Sequence[Instance], built: Sequence[Instance]) -> None:
-    """The requests lm-eval read from its cache must equal, string for string, those the
-    task builds now: the cache's key is the task's name, shots and template flags only."""
-    old, new = _by_doc(cached), _by_doc(built)
-    if sorted(old) != sorted(new):
-        raise DCPMIConfigError(
-            f"task {task.config.task} ({task._source}): the request cache holds requests for "
-            f"{len(old)} documents, this run evaluates {len(new)}: {STALE_CACHE}"
-        )
-    for doc_id in sorted(new):
-        doc = new[doc_id][0].doc
-        if _doc_key(old[doc_id][0].doc) != _doc_key(doc):
-            raise fault(
-                task, doc, doc_id, f"the cached requests are another document's: {STALE_CACHE}"
-            )
-        if len(old[doc_id]) != len(new[doc_id]):
-            raise fault(
-                task,
-                doc,
-                doc_id,
-                f"the cache holds {len(old[doc_id])} requests, the task builds "
-                f"{len(new[doc_id])} now: {STALE_CACHE}",
-            )
-        n_options, carrier = task.layout.n_options([r.arguments[1] for r in new[doc_id]])
-        pairs = list(zip(old[doc_id], new[doc_id], strict=True))
-        for kind, _option, (was, now) in task.layout.labelled(pairs, n_options, carrier):
-            for part, a, b in zip(
-                ("context", "continuation"), was.arguments[:2], now.arguments[:2], strict=True
-            ):
-                if a != b:
-                    raise fault(
-                        task,
-                        doc,
-                        doc_id,
-                        f"the cached {kind} request's {part} {_around_difference(a, b)} differs "
-                        f"from the one the task builds now, {_around_difference(b, a)}: "
-                        + STALE_CACHE,
-                    )

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lm_eval_dcpmi.command.quick_look import take_option
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.tasks.quick_look import take_option
 
 SHARD_OPTION = "--shard"
 _FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")

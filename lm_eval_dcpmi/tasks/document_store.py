@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from lm_eval.api.instance import Instance
 
-from lm_eval_dcpmi.harness.tasks import loglikelihood_answer
-from lm_eval_dcpmi.tasks.layout import Layout
+from lm_eval_dcpmi.harness.configurable_task import loglikelihood_answer
+from lm_eval_dcpmi.rules.layout import Layout
 
 log = logging.getLogger(__name__)
 

@@ -35,17 +35,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.command import lm_eval_options, option_checks, quick_look, saving, shards
-from lm_eval_dcpmi.command.derived_tasks import (
+from lm_eval_dcpmi.cli import lm_eval_options, option_checks, saving
+from lm_eval_dcpmi.cli.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
     split_dcpmi_tasks,
     write_derived_tasks,
 )
-from lm_eval_dcpmi.command.lm_eval_options import lm_eval_argv
+from lm_eval_dcpmi.cli.lm_eval_options import lm_eval_argv
 from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
 from lm_eval_dcpmi.harness import index
 from lm_eval_dcpmi.leaderboard.portable import after_run, split_model_id
+from lm_eval_dcpmi.tasks import quick_look, shards
 
 
 class Terminated(BaseException):
@@ -81,7 +82,7 @@ def run(forwarded: Sequence[str]) -> int:
     quick, forwarded = quick_look.split_quick(forwarded)
     shard, forwarded = shards.split_shard(forwarded)
     if lm_eval_options.read(["run", *forwarded]).tasks == ["list"]:  # lm-eval's old habit
-        from lm_eval_dcpmi.command import task_list
+        from lm_eval_dcpmi.cli import tasks as task_list
 
         task_list.print_listing()
         return 0
@@ -271,7 +272,7 @@ def evaluate(
 ) -> int:
     """Step 2: lm-eval's own ``run`` command on ``argv``; the results files it wrote name
     the model portably (``leaderboard.portable``); then the DC-PMI table."""
-    from lm_eval_dcpmi.harness.cli import cli_evaluate
+    from lm_eval_dcpmi.harness.lm_eval_parser import cli_evaluate
 
     argv = list(argv)
     config = checked.config

@@ -83,6 +83,30 @@ def single_input(task: Any) -> Iterator[None]:
         setattr(task, name, saved)
 
 
+def prompt_with_text(task: Any, doc: Any, text: str, **options: Any) -> Any:
+    """lm-eval's zero-shot prompt for ``doc`` with ``text`` in the place of the document's
+    own text: what ``fewshot_context`` builds around it (system instruction, description,
+    chat template, ``gen_prefix``), with the options ``fewshot_context`` takes.
+
+    0.4 and 0.5.0.dev1: ``ConfigurableTask.fewshot_context`` takes the document's text
+    from ``self.doc_to_text(doc)`` only (and, for several inputs, the option contexts; it
+    reads ``multiple_input``): for this call the task's ``doc_to_text`` gives ``text`` and
+    the task has one input.
+    """
+
+    def doc_to_text(doc: Any, doc_to_text: Any = None) -> Any:
+        return text if doc_to_text is None else type(task).doc_to_text(task, doc, doc_to_text)
+
+    task.doc_to_text = doc_to_text  # an instance attribute, over the class's method
+    try:
+        with single_input(task):
+            return task.fewshot_context(
+                doc, num_fewshot=0, gen_prefix=gen_prefix(task, doc), **options
+            )
+    finally:
+        del task.doc_to_text
+
+
 def gen_prefix(task: Any, doc: Any) -> Any:
     """The rendered ``gen_prefix`` of ``doc``, as lm-eval passes it to ``fewshot_context``.
 

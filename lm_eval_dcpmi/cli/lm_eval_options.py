@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import embedded
-from lm_eval_dcpmi.errors import DCPMIError, json_problem, parse_json
+from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.json_files import json_problem, parse_json
 
 DEFAULT_TASKS = "dcpmi"
 SAMPLES_EXAMPLE = "'{\"dcpmi_copa\": [0, 5, 7]}'"
@@ -39,7 +40,7 @@ def parse_namespace(argv: Sequence[str]) -> argparse.Namespace:
     public function that parses a command line without running it. Bad options end here
     as they would in lm-eval: argparse's usage message, exit status 2.
     """
-    from lm_eval_dcpmi.harness.cli import harness_parser
+    from lm_eval_dcpmi.harness.lm_eval_parser import harness_parser
 
     _check_json_options(argv)
     saved = sys.argv
@@ -149,7 +150,7 @@ def task_names(tasks: Any) -> list[str]:
 
 
 def _config(namespace: argparse.Namespace) -> Any:
-    from lm_eval_dcpmi.harness.cli import evaluator_config
+    from lm_eval_dcpmi.harness.lm_eval_parser import evaluator_config
 
     namespace.samples = _samples_option(getattr(namespace, "samples", None))
     try:

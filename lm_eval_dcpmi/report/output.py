@@ -1,8 +1,8 @@
-"""``dcpmi report``: the command line over the report's parts."""
+"""The report's files, all or nothing, and the report printed: what ``dcpmi report``
+(``lm_eval_dcpmi.cli.report``) and ``scripts/make_results.py`` write."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable, Sequence
 from os import PathLike
@@ -147,61 +147,7 @@ def report_command(
     return 0
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add ``dcpmi report``'s arguments to ``parser`` (a subcommand's parser)."""
-    parser.add_argument(
-        "paths",
-        nargs="+",
-        metavar="RESULTS",
-        help="lm-eval results_*.json files or --output_path folders (of a folder, the "
-        "newest DC-PMI results file of every model subfolder); samples_*.jsonl files beside "
-        "them (--log_samples) add intervals and significance",
-    )
-    parser.add_argument(
-        "--out",
-        metavar="DIR",
-        default=None,
-        help="write report.md/.csv, summary.md/.csv (several models), intervals.csv (with "
-        "samples), figure_<model>.png and figure_<model>_<study>.png here",
-    )
-    parser.add_argument(
-        "--format",
-        dest="formats",
-        metavar="FMT",
-        action="append",
-        default=None,
-        help="only these outputs: md, csv, png (repeat or comma-separate; default all)",
-    )
-    parser.add_argument(
-        "--options-csv",
-        dest="options_csv",
-        metavar="FILE",
-        default=None,
-        help="write one row per (task, document, option) of the logged samples: "
-        "loglikelihoods, token and character counts, gold and each method's pick",
-    )
-    return parser
-
-
 def _printable(text: str) -> str:
     """``text`` with what no terminal encoding can hold (a file name's undecodable byte, a
     lone surrogate in Python) as its escape, ``\\udce9``."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``dcpmi report`` with arguments parsed by a parser set up by ``add_arguments``."""
-    formats = None
-    if args.formats:
-        formats = [f.strip() for item in args.formats for f in item.split(",") if f.strip()]
-    return report_command(
-        args.paths, args.out, formats, options_csv=getattr(args, "options_csv", None)
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m lm_eval_dcpmi.report RESULTS... [--out DIR]`` (same as ``dcpmi report``)."""
-    parser = argparse.ArgumentParser(
-        prog="dcpmi report", description="Paper-style tables and figures from lm-eval results."
-    )
-    return run(add_arguments(parser).parse_args(argv))

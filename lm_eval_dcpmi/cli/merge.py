@@ -1,0 +1,58 @@
+"""``dcpmi merge SHARDS... --out DIR``: the shards of one run joined into that run
+(``lm_eval_dcpmi.leaderboard.merge``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from lm_eval_dcpmi.cli.subcommand import SubCommand
+from lm_eval_dcpmi.errors import DCPMIError
+
+MERGE_DESCRIPTION = """\
+Joins the shards of one run (the --output_path folders of `dcpmi run --shard K/N
+--log_samples`, K = 1..N) into that run: one results file and one samples file per task
+under --out, which verify, report and export read as if from one run. Refused, in one line
+naming the shard: shards of other commits, models, lm-eval versions, task configs or
+premises; two of the same K; a missing K (unless --allow-partial, which marks the result
+partial); a shard without its samples, or whose samples are not its share of the split or
+hold per-document values their loglikelihoods do not give. CC is decided with document 0's
+content-free scores and BC over every document, as in one run."""
+
+
+def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shards", nargs="+", type=Path, help="the shards' folders or results files")
+    parser.add_argument(
+        "--out", required=True, type=Path, help="a new folder to write the run into"
+    )
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge without some shards; the result is marked partial",
+    )
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from lm_eval_dcpmi.leaderboard.merge import merge
+
+    try:
+        written = merge(args.shards, args.out, args.allow_partial)
+    except DCPMIError as error:
+        print(f"dcpmi merge: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+class Merge(SubCommand):
+    name = "merge"
+    help = "join the shards of one run (dcpmi run --shard K/N) into that run"
+    description = MERGE_DESCRIPTION
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        add_merge_arguments(parser)
+
+    def run(self, args: argparse.Namespace) -> int:
+        return run_merge(args)
