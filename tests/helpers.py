@@ -415,10 +415,16 @@ PROJECT = (
 )  # fmt: skip
 
 
+FAST_TIER_COPY = "LM_EVAL_DCPMI_FAST_TIER_COPY"
+
+
 def fast_tier_in_copy(project: Path) -> str:
     """The fast tier (``pytest -m fast``) of a ``copy_project(..., PROJECT)`` copy: its own
     tests on its own package, with no data; its summary line (asserting it passed)."""
+    if os.environ.get(FAST_TIER_COPY):  # a test of the fast tier that runs the fast tier
+        raise AssertionError("fast_tier_in_copy inside a copy's fast tier: mark it not fast")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DCPMI_"))}
+    env[FAST_TIER_COPY] = "1"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-m", "fast", "-p", "no:cacheprovider", "tests"],
         capture_output=True, text=True, cwd=project, check=False,

@@ -6,7 +6,15 @@ import csv
 import io
 
 import pytest
-from report_helpers import STAMP, entry, md_rows, results_dict, ten_document_run, write_run
+from report_helpers import (
+    PAPER,
+    STAMP,
+    entry,
+    md_rows,
+    results_dict,
+    ten_document_run,
+    write_run,
+)
 
 from lm_eval_dcpmi import report
 from lm_eval_dcpmi.report import load_results, looks, report_command
@@ -152,9 +160,7 @@ def test_options_export_without_a_tokenizer(tmp_path, capsys):
     first = rows[0]
     assert (first["conditional_loglikelihood"], first["domain_loglikelihood"]) == ("-1.0", "-2.0")
     assert (first["tokens"], first["characters"], first["gold"]) == ("", "2", "0")
-    picks = {
-        r["option"]: [r[f"chosen_{label}"] for label in looks.LABELS.values()] for r in rows[:2]
-    }
+    picks = {r["option"]: [r[f"chosen_{looks.label(m)}"] for m in PAPER] for r in rows[:2]}
     # Unc, LM, Avg (no token counts: empty), Char, DC-PMI
     assert picks == {"0": ["0", "1", "", "1", "1"], "1": ["1", "0", "", "0", "0"]}
 

@@ -66,9 +66,7 @@ def test_domain_premise_that_favours_an_option_is_subtracted():
 
 
 def test_ties_go_to_the_lowest_index():
-    assert predictions([-2.0, -2.0], [-1.0, -1.0], [1, 1], [3, 3]) == dict.fromkeys(
-        scoring.ACCURACIES, 0
-    )
+    assert predictions([-2.0, -2.0], [-1.0, -1.0], [1, 1], [3, 3]) == dict.fromkeys(PAPER, 0)
     # tie between options 1 and 2 only
     assert predictions([-5.0, -2.0, -2.0], [-9.0, -1.0, -1.0], [1, 1, 1]) == {
         "acc_unc": 1,
