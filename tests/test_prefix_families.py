@@ -103,16 +103,15 @@ def test_without_window_masks_only_the_requests_past_the_window_go_to_hf(
     the longer ones go through hf's scoring, and the run says so once."""
     import dataclasses
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix import masks
 
-    masks = PrefixHFLM._masks
+    layer_masks = masks.layer_masks
 
-    def full_attention(self, allowed, positions, key_positions, setup):
-        return masks(
-            self, allowed, positions, key_positions, dataclasses.replace(setup, window_masks=False)
-        )
+    def full_attention(model, device, allowed, positions, key_positions, setup):
+        setup = dataclasses.replace(setup, window_masks=False)
+        return layer_masks(model, device, allowed, positions, key_positions, setup)
 
-    monkeypatch.setattr(PrefixHFLM, "_masks", full_attention)
+    monkeypatch.setattr(masks, "layer_masks", full_attention)
     with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.hf_prefix.lm"):
         hf, prefix = _models(tmp_path_factory, "mistral")
         assert prefix._setup is not None and not prefix._setup.window_masks
