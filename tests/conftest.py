@@ -133,7 +133,7 @@ def lm_eval_run(tmp_path_factory, data_dir) -> LmEvalRun:
 
 @pytest.fixture(scope="session")
 def shard_runs(tmp_path_factory, data_dir) -> dict[str, Path]:
-    """``dcpmi run --tasks dcpmi_cb`` whole and in 2 and 3 shards (helpers.SHARDED_RUNS):
+    """``dcpmi run --tasks dcpmi_cb`` whole and in 3 shards (helpers.SHARDED_RUNS):
     name -> its output folder."""
     base = ["--model", "hf", "--batch_size", "1", "--tasks", SHARDED_TASK]
     return {

@@ -252,9 +252,9 @@ def lm_eval_once(
 SHARDED_TASK = "dcpmi_cb"
 # Each shard and the unsharded run: the `hf` model one request at a time, so that a request
 # gets the same loglikelihood in every run (batches of other sizes could differ in the last
-# bits); samples logged.
-SHARDED_RUNS = {"whole": [], **{f"{k}of{n}": ["--shard", f"{k}/{n}"] for n in (2, 3)
-                                for k in range(1, n + 1)}}  # fmt: skip
+# bits); samples logged. Three shards: 19, 19 and 18 documents, uneven (each run costs a
+# model load and its documents; CI's time).
+SHARDED_RUNS = {"whole": [], **{f"{k}of3": ["--shard", f"{k}/3"] for k in (1, 2, 3)}}
 
 
 def dcpmi_once(tmp_path_factory, name: str, args: list[str]) -> Path:

@@ -80,8 +80,8 @@ def merge(capsys, *args) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [2, 3])
-def test_shards_merge_into_exactly_the_unsharded_run(shard_runs, tmp_path, capsys, n):
+def test_shards_merge_into_exactly_the_unsharded_run(shard_runs, tmp_path, capsys):
+    n = 3
     shards = [shard_runs[f"{k}of{n}"] for k in range(n, 0, -1)]  # any order
     status, out, err = merge(capsys, *shards, "--out", tmp_path / "merged")
     assert status == 0, err
@@ -169,10 +169,15 @@ def _set(keys, value):
     ],
 )
 def test_merge_refuses_shards_of_another_run(shard_runs, tmp_path, capsys, keys, value, what):
-    one, two = _copy(shard_runs, tmp_path, "1of2", "2of2")
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
     _edit_results(two, _set(keys, value))
     _refused(
-        capsys, [one, two], tmp_path / "out", "shard 2/2 (", "not the same run as shard 1/2", what
+        capsys,
+        [one, two, three],
+        tmp_path / "out",
+        "shard 2/3 (",
+        "not the same run as shard 1/3",
+        what,
     )
 
 
@@ -195,15 +200,15 @@ def test_merge_refuses_overlaps_gaps_and_marks_an_allowed_partial(shard_runs, tm
 
 @pytest.mark.slow
 def test_merge_refuses_a_shard_without_samples_or_with_corrupt_values(shard_runs, tmp_path, capsys):
-    one, two = _copy(shard_runs, tmp_path, "1of2", "2of2")
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
     (samples,) = two.rglob("samples_*.jsonl")
     saved = samples.read_bytes()
     samples.unlink()
     _refused(
         capsys,
-        [one, two],
+        [one, two, three],
         tmp_path / "a",
-        "shard 2/2",
+        "shard 2/3",
         "no samples file of dcpmi_cb",
         "--log_samples",
     )
@@ -214,33 +219,35 @@ def test_merge_refuses_a_shard_without_samples_or_with_corrupt_values(shard_runs
             line["acc_dcpmi"] = 1.0
 
     _edit_samples(two, every_dcpmi_right)
-    _refused(capsys, [one, two], tmp_path / "b", "acc_dcpmi recomputes to 0", "corrupt")
+    _refused(capsys, [one, two, three], tmp_path / "b", "acc_dcpmi recomputes to 0", "corrupt")
     samples.write_bytes(saved)
     _edit_samples(two, lambda lines: lines[0].update(acc=250.0))
-    _refused(capsys, [one, two], tmp_path / "c", "doc 1: acc recomputes to", "250.0", "corrupt")
+    _refused(
+        capsys, [one, two, three], tmp_path / "c", "doc 1: acc recomputes to", "250.0", "corrupt"
+    )
     samples.write_bytes(saved)
     _edit_samples(two, lambda lines: lines[0].update(truncated=250.0))
-    _refused(capsys, [one, two], tmp_path / "d", "doc 1: truncated is 250.0", "corrupt")
+    _refused(capsys, [one, two, three], tmp_path / "d", "doc 1: truncated is 250.0", "corrupt")
     samples.write_bytes(saved[: len(saved) // 2])  # a truncated file
-    _refused(capsys, [one, two], tmp_path / "e", "samples_dcpmi_cb", "shard 2/2")
+    _refused(capsys, [one, two, three], tmp_path / "e", "samples_dcpmi_cb", "shard 2/3")
     samples.write_bytes(saved)
     _edit_samples(two, lambda lines: lines.pop(3))  # a document dropped
-    _refused(capsys, [one, two], tmp_path / "f", "not this shard's", "(27)")
+    _refused(capsys, [one, two, three], tmp_path / "f", "not this shard's", "(18)")
 
 
 @pytest.mark.slow
 def test_merge_refuses_what_is_not_a_shard_and_an_out_folder_with_results(
     shard_runs, tmp_path, capsys
 ):
-    one, two, whole = _copy(shard_runs, tmp_path, "1of2", "2of2", "whole")
+    one, two, three, whole = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3", "whole")
     _refused(capsys, [one, whole], tmp_path / "a", "not a shard", "dcpmi run --shard K/N")
-    status, _out, err = merge(capsys, one, two, "--out", whole)
+    status, _out, err = merge(capsys, one, two, three, "--out", whole)
     assert status == 2 and "holds results files already" in err
 
 
 @pytest.mark.slow
 def test_shard_results_keep_the_umask_mode(shard_runs):
-    (path,) = shard_runs["1of2"].rglob("results_*.json")
+    (path,) = shard_runs["1of3"].rglob("results_*.json")
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask

@@ -148,13 +148,13 @@ def test_an_embedded_model_file_other_than_the_installed_one_is_refused(run, cap
 
 def test_a_part_passed_off_as_the_whole_split_is_refused(shard_runs, tmp_path, capsys):
     part = tmp_path / "part"
-    shutil.copytree(shard_runs["1of2"], part)
+    shutil.copytree(shard_runs["1of3"], part)
     data, lines = read(part)
     del data["dcpmi"]["shard"]
-    data["n-samples"][SHARDED_TASK] = {"original": 28, "effective": 28}
+    data["n-samples"][SHARDED_TASK] = {"original": 19, "effective": 19}
     write(part, data, lines)
     reseal(part)
-    refused(capsys, part, "records a split of 28 documents", "built from the data has 56")
+    refused(capsys, part, "records a split of 19 documents", "built from the data has 56")
 
 
 def test_documents_dropped_renumbered_duplicated_or_from_another_task_are_refused(
