@@ -32,13 +32,10 @@ from lm_eval_dcpmi.rules.registry import dcpmi_metric_list, register_metrics
 from lm_eval_dcpmi.rules.scoring import METHODS, DocumentScores
 from lm_eval_dcpmi.tasks import document_checks as checks
 from lm_eval_dcpmi.tasks import premise_digest, references, rendering, request_checks
+from lm_eval_dcpmi.tasks.content_free import carrier_scores
 from lm_eval_dcpmi.tasks.derive import with_base_task
-from lm_eval_dcpmi.tasks.document_store import (
-    DocumentScoring,
-    PendingDocuments,
-    carrier_scores,
-    warn_if_every_process_scores_everything,
-)
+from lm_eval_dcpmi.tasks.document_store import DocumentScoring, PendingDocuments
+from lm_eval_dcpmi.tasks.processes import warn_if_every_process_scores_everything
 from lm_eval_dcpmi.tasks.tokens import (
     TokenCounter,
     counter_for_metadata,

@@ -1,20 +1,11 @@
-"""What a DC-PMI task keeps per document between building its requests and scoring them,
-and the per-process facts it warns about once."""
+"""What a DC-PMI task keeps per document between building its requests and scoring them."""
 
 from __future__ import annotations
 
 import json
-import logging
-import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lm_eval.api.instance import Instance
-
-from lm_eval_dcpmi.harness.configurable_task import loglikelihood_answer
-from lm_eval_dcpmi.rules.layout import Layout
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,38 +48,3 @@ class PendingDocuments:
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._by_doc.values())
-
-
-_WARNED_WORLD: list[bool] = []
-
-
-def warn_if_every_process_scores_everything(world_size: int) -> None:
-    """lm-eval's `hf` shards documents only across several GPUs: under `torchrun` or
-    `accelerate launch` on the CPU (or one GPU) every process is rank 0 of 1 and scores the
-    whole run. Said once per process."""
-    launched = os.environ.get("WORLD_SIZE", "1")
-    if launched.isdigit() and int(launched) > 1 and world_size == 1 and not _WARNED_WORLD:
-        _WARNED_WORLD.append(True)
-        log.warning(
-            "%s processes were started (WORLD_SIZE=%s) but the model reports a world size "
-            "of 1: lm-eval's hf splits documents only across several GPUs, so every process "
-            "will score the whole run. Start one process (see docs/harness.md, several GPUs).",
-            launched,
-            launched,
-        )
-
-
-def carrier_scores(layout: Layout, instances: Sequence[Instance]) -> dict[str, list[float]] | None:
-    """The content-free log-likelihoods of the document that carries them, read from a
-    process's answered instances (lm-eval scores every request before it calls
-    ``process_results``); None when no document carries them."""
-    by_doc: dict[int, list[Instance]] = {}
-    for instance in instances:
-        by_doc.setdefault(instance.doc_id, []).append(instance)
-    for requests in by_doc.values():
-        requests.sort(key=lambda r: r.idx)
-        n, carrier = layout.n_options([r.arguments[1] for r in requests])
-        if carrier:
-            answers = [loglikelihood_answer(r) for r in requests]
-            return layout.blocks(answers, n, True).content_free
-    return None
