@@ -329,3 +329,27 @@ def test_several_processes_that_each_score_everything_are_warned_once(monkeypatc
     with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi"):
         task.build_all_requests(limit=1, rank=0, world_size=1)
     assert not warnings()
+
+
+@pytest.mark.fast
+def test_each_premise_is_rendered_once_and_the_requests_use_the_checked_strings(monkeypatch):
+    # A Jinja domain premise over the document: the checks at task build render it for
+    # every document; building the requests renders none again and uses those strings.
+    from lm_eval_dcpmi.tasks import rendering
+
+    calls = []
+    render = rendering.premise_text
+
+    def counted(task, reference, doc, doc_id=None):
+        calls.append(doc["question"])
+        return render(task, reference, doc, doc_id)
+
+    monkeypatch.setattr(rendering, "premise_text", counted)
+    task = make_task(domain_premise=" About {{question.split()[0]}}:")
+    assert len(task.rendered_premises) == len(DOCS)
+    assert task.rendered_premises.get(DOCS[1], "domain") == " About The:"
+    built = len(calls)
+    task.build_all_requests(limit=None, rank=0, world_size=1)
+    assert len(calls) == built  # no premise rendered again
+    contexts = [i.arguments[0] for i in task.instances if i.doc_id == 1]
+    assert contexts == ["The sky is", "The sky is", " About The:", " About The:"]

@@ -113,7 +113,9 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
             raise DCPMIConfigError(f"task {name} ({self.config_source}): {unsupported}")
         # Every document lm-eval may evaluate, now: `dcpmi run` builds the tasks before it
         # loads the model; plain `lm_eval` builds them after, before any request.
-        checks.check_documents(self, counter_for_metadata(self.config.metadata))
+        self.rendered_premises = checks.check_documents(
+            self, counter_for_metadata(self.config.metadata)
+        )
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         # a user's JSON file the datasets library cannot read: one line naming the file

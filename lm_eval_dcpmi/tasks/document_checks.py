@@ -21,6 +21,7 @@ import jinja2.meta
 from lm_eval_dcpmi.harness.configurable_task import multiple_inputs, raw_target
 from lm_eval_dcpmi.harness.templates import jinja_env
 from lm_eval_dcpmi.tasks import null_fields
+from lm_eval_dcpmi.tasks.document_store import RenderedPremises
 from lm_eval_dcpmi.tasks.rendering import content_free_doc, fault, field_names, rendered, shown
 from lm_eval_dcpmi.tasks.tokens import TokenCounter
 
@@ -77,8 +78,10 @@ def _documents(n: int) -> str:
     return "1 document has" if n == 1 else f"{n} documents have"
 
 
-def check_documents(task: Any, counter: TokenCounter | None) -> None:
-    """Every document of the task's evaluation split, when the task is built."""
+def check_documents(task: Any, counter: TokenCounter | None) -> RenderedPremises:
+    """Every document of the task's evaluation split, when the task is built; returns each
+    document's premises as rendered here (the requests use them)."""
+    premises = RenderedPremises()
     duplicated: list[tuple[int, Any, str]] = []
     normalized: list[tuple[int, Any, str]] = []  # the same text in two Unicode forms
     answered: dict[str, list[tuple[int, Any, str]]] = {}  # premise -> docs it shows the gold
@@ -97,10 +100,12 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
             raise fault(task, doc, doc_id, problem)
         choices = options(task, doc, doc_id)
         gold = gold_index(task, doc, doc_id, choices)
+        texts = {}
         for reference in task.references:
-            text = task.premise_text(reference, doc, doc_id)
+            text = texts[reference.name] = task.premise_text(reference, doc, doc_id)
             if reference.kind == "premise" and _shows_only(text, choices, gold):
                 answered.setdefault(reference.name, []).append((doc_id, doc, ""))
+        premises.add(doc, texts)
         if task.content_free_fields:
             fixed_labels = _check_fixed_labels(task, doc, doc_id, choices, fixed_labels)
             # any document may carry the content-free prompts (--samples picks the first)
@@ -152,6 +157,7 @@ def check_documents(task: Any, counter: TokenCounter | None) -> None:
         )
     if counter is not None and long:
         _check_option_lengths(task, counter, long)
+    return premises
 
 
 def _alike(choices: list[str]) -> tuple[str, str]:

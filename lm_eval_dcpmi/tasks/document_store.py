@@ -2,10 +2,38 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
 from lm_eval.api.instance import Instance
+
+
+def document_key(doc: dict) -> str:
+    """A document by its content (lm-eval hands some hooks the document, not its id)."""
+    return json.dumps(doc, sort_keys=True, default=str)
+
+
+class RenderedPremises:
+    """Each document's reference-context premises as the checks at task build rendered
+    them, by the document's content (a digest of it): the requests use these very
+    strings, so every premise is rendered once."""
+
+    def __init__(self) -> None:
+        self._by_doc: dict[bytes, dict[str, str]] = {}
+
+    @staticmethod
+    def _key(doc: dict) -> bytes:
+        return hashlib.sha256(document_key(doc).encode("utf-8")).digest()
+
+    def add(self, doc: dict, texts: dict[str, str]) -> None:
+        self._by_doc[self._key(doc)] = texts
+
+    def get(self, doc: dict, reference: str) -> str | None:
+        return self._by_doc.get(self._key(doc), {}).get(reference)
+
+    def __len__(self) -> int:
+        return len(self._by_doc)
 
 
 @dataclass(frozen=True)
@@ -32,7 +60,7 @@ class PendingDocuments:
 
     @staticmethod
     def _key(doc: dict) -> str:
-        return json.dumps(doc, sort_keys=True, default=str)
+        return document_key(doc)
 
     def add(self, doc: dict, scoring: DocumentScoring) -> None:
         self._by_doc.setdefault(self._key(doc), []).append(scoring)

@@ -125,9 +125,14 @@ def reference_context(
     """The reference context: its premise inside the prompt lm-eval would build around a
     document's text (system instruction, description, chat template and gen_prefix, no
     examples), or the empty string."""
-    premise = premise_text(task, reference, doc, doc_id)
     if reference.kind == "empty":
         return ""
+    # the premise as the checks at task build rendered it (once); a document they did not
+    # see (none, in lm-eval's runs) is rendered now
+    store = getattr(task, "rendered_premises", None)  # None while the task is being built
+    premise = store.get(doc, reference.name) if store is not None else None
+    if premise is None:
+        premise = premise_text(task, reference, doc, doc_id)
     options = task.build_options
     return harness_tasks.prompt_with_text(
         task,
