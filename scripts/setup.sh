@@ -4,16 +4,21 @@
 # sdists of lm-eval's (tests/test_install.py checks it against the same two files).
 # LM_EVAL_VERSION=0.4.12 installs that lm-eval release instead of the newest one allowed
 # (scripts/test.sh tests the oldest supported one in a second environment).
-# Safe to run again: pip skips what is already installed.
+# Safe to run again: pip skips what is already installed. The environment lies in
+# ~/.cache/lm-eval-dcpmi/envs (.venv links to it; scripts/kept_environment.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${DCPMI_VENV:-.venv}
 lm_eval=()
 if [ -n "${LM_EVAL_VERSION:-}" ]; then lm_eval=("lm-eval==$LM_EVAL_VERSION"); fi
+# The environment itself is kept outside the checkout, reused by the next clean checkout.
+. scripts/kept_environment.sh
+keep_environment "$venv" pyproject.toml scripts/setup-requirements.txt \
+  scripts/setup-requirements-no-deps.txt "lm-eval ${LM_EVAL_VERSION:-newest}"
 # One line per step (pip runs --quiet): the first run takes minutes, a rerun seconds.
 if [ ! -x "$venv/bin/python" ]; then
   echo "setup: creating the virtual environment $venv"
-  python3 -m venv "$venv"
+  python3 -m venv "$(realpath -m "$venv")"
 fi
 install=("$venv/bin/python" -m pip install --quiet)
 echo "setup: updating pip in $venv"

@@ -20,8 +20,10 @@ venv=${DCPMI_VENV:-.venv}
 scripts/setup.sh
 # Every Eval Ever's own validator checks the exports (tests/test_leaderboard.py). Its package,
 # every-eval-ever 0.3.0, needs Python 3.12 or newer, so it gets an environment of its own,
-# made once and reused (~25 s, 460 MB).
+# made once and reused (~25 s, 460 MB), kept outside the checkout like the others.
 eee_venv=.venv-every-eval-ever
+. scripts/kept_environment.sh
+keep_environment "$eee_venv" "every-eval-ever==0.3.0"
 if [ ! -x "$eee_venv/bin/python" ]; then
   eee_base=""
   for candidate in python3.13 python3.12 "$(pyenv root 2>/dev/null)"/versions/3.1[2-9]*/bin/python3; do
@@ -31,7 +33,7 @@ if [ ! -x "$eee_venv/bin/python" ]; then
   done
   if [ -n "$eee_base" ]; then
     echo "setup: Every Eval Ever's validator in $eee_venv ($eee_base)"
-    "$eee_base" -m venv "$eee_venv"
+    "$eee_base" -m venv "$(realpath -m "$eee_venv")"
     "$eee_venv/bin/python" -m pip install --quiet every-eval-ever==0.3.0
   else
     echo "setup: no Python 3.12+ here, so Every Eval Ever's validator is not installed and its test is skipped"
