@@ -48,12 +48,13 @@ KEPT = ("doc_id", "filter", "target", *METHODS, *scoring.COUNTS)
 
 
 def kept(key: str) -> bool:
-    """A sample key the trimmed samples keep: ``KEPT``, and every other accuracy of the
-    metrics table (CC, BC's per-document item, PMI under the priors study's contexts)."""
+    """A sample key the trimmed samples keep: ``KEPT``, and every other accuracy and measure
+    of the metrics table (CC, BC's per-document item, PMI under the priors study's
+    contexts, PMA)."""
     if key in KEPT:
         return True
     metric = None if key.endswith("_stderr") else scoring.metric_named(key)
-    return metric is not None and metric.kind == "accuracy"
+    return metric is not None and metric.kind in ("accuracy", "measure")
 
 
 def _answer(response: Any) -> list[Any]:

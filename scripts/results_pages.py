@@ -12,7 +12,8 @@ In README.md and docs/*.md, the text between ``<!-- results:NAME -->`` and
 ``<!-- /results:NAME -->`` is replaced: NAME ``<set>`` gives a caption and the main table
 of every run in the set (with a mean row; ``+figure`` after the name embeds the run's
 figure), NAME ``<set>/<study group or task>`` that study's or task's table, and
-``+calibration`` or ``+priors`` the set's CC/BC or priors table. A set with no results file
+``+calibration``, ``+priors`` or ``+competition`` the set's CC/BC table, priors table, or
+surface form competition table (PMA and DC-PMI's gain by PMA quartile, with its figure). A set with no results file
 gives a placeholder saying where to put one.
 
 Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
@@ -29,8 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from lm_eval_dcpmi import paper, report
-from lm_eval_dcpmi.report import comparisons, studies
-from lm_eval_dcpmi.report.figures import figure_name
+from lm_eval_dcpmi.report import comparisons, competition, studies
+from lm_eval_dcpmi.report.figures import competition_figure_name, figure_name
 from lm_eval_dcpmi.report.formatting import value_text
 from lm_eval_dcpmi.report.output import FORMATS, write_outputs
 from lm_eval_dcpmi.report.results import METHODS, RunResults, number
@@ -41,7 +42,15 @@ RESULTS = Path("results")  # relative to ROOT: report.md names its sources this 
 PAGES = ("README.md", "docs/*.md")
 INPUTS = ("results_*.json", "samples_*.json", "samples_*.jsonl", "samples_*.jsonl.gz")
 
-OUTPUTS = ("report.md", "report.csv", "summary.md", "summary.csv", "intervals.csv", "*.png")
+OUTPUTS = (
+    "report.md",
+    "report.csv",
+    "summary.md",
+    "summary.csv",
+    "intervals.csv",
+    "competition.csv",
+    "*.png",
+)
 BLOCK = re.compile(
     r"(?P<open><!-- results:(?P<name>[\w./-]+)(?P<options>(?: \+\w+)*) -->\n)"
     r"(?P<body>.*?)"
@@ -236,6 +245,8 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
         runs = report.load_results([str(f) for f in files])
     if part:
         lines = _part_table(runs, part, page)
+    elif "+competition" in options:
+        lines = _competition(runs, set_name, page)
     elif "+calibration" in options or "+priors" in options:
         # one table over every run of the set (a suite scored in parts)
         priors = "+priors" in options
@@ -272,6 +283,30 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
                 table = _run_table(run, page, "+figure" in options, parts)
                 lines += ([""] if lines else []) + table
     return "\n".join(lines) + "\n"
+
+
+def _competition(runs: list[RunResults], set_name: str, page: Path) -> list[str]:
+    """Surface form competition over the set, per model: the report's per-task table, the
+    count of tasks that agree with the thesis, and the figure."""
+    groups = competition.competition_groups(runs)
+    if not groups:
+        return ["*No task of this set logs PMA per document.*"]
+    lines: list[str] = []
+    for label, found in groups:
+        figure = RESULTS / set_name / competition_figure_name(label)
+        report_file = RESULTS / set_name / "report.md"
+        lines += [
+            *([""] if lines else []),
+            f"`{label}`: {competition.EXPLANATION} By quartile: the "
+            f"[report]({_link(report_file, page)}).",
+            "",
+            *competition.task_table(found),
+            "",
+            competition.thesis_line(found),
+            "",
+            f"![DC-PMI's gain over LM by PMA quartile, a line per task]({_link(figure, page)})",
+        ]
+    return lines
 
 
 def render_page(text: str, page: Path, root: Path = ROOT) -> str:

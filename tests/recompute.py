@@ -50,6 +50,11 @@ def expected_metrics(
     }
 
 
+def expected_pma(log_probs: Sequence[float]) -> float:
+    """Wiegreffe et al.'s probability mass on the options: the plain sum of exp(ll)."""
+    return sum(math.exp(x) for x in log_probs)
+
+
 def _probabilities(log_probs: Sequence[float]) -> list[float] | None:
     """exp(x - max) / sum over the options; None without a finite score."""
     if any(math.isnan(x) or x == math.inf for x in log_probs):

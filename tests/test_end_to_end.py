@@ -1,17 +1,19 @@
-"""The real `lm_eval` CLI on the embedded model: every logged document's four metrics are
-recomputed here from its logged loglikelihoods and token counts."""
+"""The real `lm_eval` CLI on the embedded model: every logged document's metrics (the
+accuracies, and PMA) are recomputed here from its logged loglikelihoods and token counts."""
 
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 import transformers
 from helpers import GGUF_FILE, embedded_model_dir
-from recompute import expected_bc, expected_cc, expected_metrics
+from recompute import expected_bc, expected_cc, expected_metrics, expected_pma
 
 from lm_eval_dcpmi.report.samples import task_layout
 from lm_eval_dcpmi.rules.scoring import ACCURACIES as METRICS
+from lm_eval_dcpmi.rules.scoring import MEASURES
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,10 @@ def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run
             )
             assert set(METRICS) < set(expected)
             assert {m: sample[m] for m in expected} == expected, (task, sample["doc_id"])
+            # PMA: the options' probability mass after the premise, and after the domain one
+            assert math.isclose(sample["pma"], expected_pma(conditional), rel_tol=1e-12)
+            assert math.isclose(sample["pma_domain"], expected_pma(domain), rel_tol=1e-12)
+            assert 0 < sample["pma"] <= len(conditional)
             assert sample["truncated"] == 0.0  # 8192-token window: nothing is cut
             assert sample["unranked"] == 0.0
             checked += 1
@@ -75,9 +81,15 @@ def test_every_document_is_recomputed_from_its_logged_loglikelihoods(lm_eval_run
             mean = sum(expected_bc(documents)) / len(documents)
             assert math.isclose(lm_eval_run.results["results"][task]["acc_bc,none"], mean)
         # the reported accuracy is the mean over the logged documents
-        for metric in METRICS + (("acc_cc",) if layout.content_free else ()):
+        for metric in METRICS + MEASURES + (("acc_cc",) if layout.content_free else ()):
             mean = sum(s[metric] for s in samples) / len(samples)
             assert math.isclose(lm_eval_run.results["results"][task][f"{metric},none"], mean)
+        # a measure's standard error is lm-eval's mean_stderr: sample std / sqrt(n)
+        for metric in MEASURES:
+            values = [s[metric] for s in samples]
+            reported = lm_eval_run.results["results"][task][f"{metric}_stderr,none"]
+            assert math.isclose(reported, statistics.stdev(values) / math.sqrt(len(values)))
+            assert lm_eval_run.results["higher_is_better"][task][metric] is None
     assert checked >= len(tasks) * 2
 
 
@@ -88,4 +100,8 @@ def test_results_table_shows_every_accuracy(lm_eval_run):
         assert row["truncated,none"] == 0.0
     rows = [line.replace(" ", "").split("|") for line in lm_eval_run.stdout.splitlines()]
     shown = {cells[5] for cells in rows if len(cells) > 6}  # lm-eval's Metric column
-    assert set(METRICS) | {"truncated", "unranked"} <= shown
+    assert set(METRICS) | set(MEASURES) | {"truncated", "unranked"} <= shown
+    # a measure has no better direction: lm-eval's table shows no arrow beside it
+    directions = {cells[5]: cells[6] for cells in rows if len(cells) > 8}
+    assert directions["pma"] == directions["pma_domain"] == ""
+    assert directions["acc_dcpmi"] == "↑"

@@ -29,7 +29,8 @@ COUNTS = [m for m in METRICS if m.kind == "count"]
 # The rows of the first releases, in their order: what results files hold. A new rule is
 # a row anywhere among them (the views follow it); these must stay as they are.
 PAPER = ("acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi")  # the paper's five methods
-KNOWN = (*PAPER, "acc_cc", "acc_bc", "truncated", "unranked")
+MEASURES = ("pma", "pma_domain")  # PMA, after the premise and after the domain premise
+KNOWN = (*PAPER, "acc_cc", "acc_bc", *MEASURES, "truncated", "unranked")
 
 
 def known(names) -> list[str]:
@@ -43,18 +44,28 @@ def test_the_table_and_its_views():
     assert scoring.METHODS == scoring.ACCURACIES
     assert known(scoring.ALL_ACCURACIES) == [*PAPER, "acc_cc", "acc_bc"]
     assert scoring.COUNTS == ("truncated", "unranked")
+    assert scoring.MEASURES == MEASURES
     assert known(scoring.GROUP_METRICS) == list(PAPER)
     assert scoring.REQUIRED == ("acc_unc", "acc", "acc_avg", "acc_dcpmi")  # not Char: added later
     for metric in METRICS:
         accuracy = metric.kind == "accuracy"
-        assert metric.higher_is_better is accuracy
+        # an accuracy is better higher, a count lower; a measure has no better direction
+        direction = {"accuracy": True, "count": False, "measure": None}[metric.kind]
+        assert metric.higher_is_better is direction
         assert (metric.score is None) is (metric.corpus is not None or not accuracy)
+        assert (metric.measure is not None) is (metric.kind == "measure")
         # groups average what the row asks them to (every task must report it)
         assert metric.group_aggregation == ("mean" if metric.group_mean else None)
         assert not metric.group_mean or metric.scope == "every"
         if metric.name not in KNOWN:
             continue
-        expected = "batch_calibrated" if metric.name == "acc_bc" else "mean" if accuracy else "sum"
+        expected = (
+            "batch_calibrated"
+            if metric.name == "acc_bc"
+            else "sum"
+            if metric.kind == "count"
+            else "mean"
+        )
         assert metric.aggregation == expected
         assert metric.group_mean is (metric.name in PAPER)
         assert (metric.corpus is not None) is (metric.name == "acc_bc")
@@ -102,10 +113,11 @@ def test_nothing_outside_the_tables_names_a_metric():
 
 def test_a_task_reports_what_its_reference_contexts_and_labels_allow():
     names = [m.name for m in scoring.task_metrics(["domain"], fixed_labels=False)]
-    assert names == [*scoring.ACCURACIES, "truncated", "unranked"]
+    assert names == [*scoring.ACCURACIES, *MEASURES, "truncated", "unranked"]
     names = [m.name for m in scoring.task_metrics(["domain", "empty", "answer"], True)]
     assert names == [
-        *scoring.ALL_ACCURACIES, "acc_pmi_empty", "acc_pmi_answer", "truncated", "unranked",
+        *scoring.ALL_ACCURACIES, "acc_pmi_empty", "acc_pmi_answer", *MEASURES, "truncated",
+        "unranked",
     ]  # fmt: skip
     assert scoring.metric_named("acc_pmi_empty") == scoring.pmi_metric("empty")
     assert scoring.metric_named("acc_pmi_") is None and scoring.metric_named("nope") is None
@@ -143,6 +155,8 @@ def test_the_metric_list_a_task_gets_is_unchanged():
         {"metric": "acc_avg", "aggregation": "mean", "higher_is_better": True},
         {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
         {"metric": "acc_dcpmi", "aggregation": "mean", "higher_is_better": True},
+        {"metric": "pma", "aggregation": "mean", "higher_is_better": None},
+        {"metric": "pma_domain", "aggregation": "mean", "higher_is_better": None},
         {"metric": "truncated", "aggregation": total, "higher_is_better": False},
         {"metric": "unranked", "aggregation": total, "higher_is_better": False},
     ]

@@ -154,3 +154,38 @@ def test_the_tests_own_recompute_agrees_with_the_rules():
         assert expected_metrics(conditional, domain, gold, n_tokens, n_chars) == accuracies(
             conditional, domain, gold, n_tokens, n_chars
         ), (conditional, domain, gold, n_tokens, n_chars)
+
+
+def test_pma_is_the_options_probability_mass_by_hand():
+    # e^-1 + e^-2 + e^-3 = 0.3678794412 + 0.1353352832 + 0.0497870684
+    assert scoring.option_mass([-1.0, -2.0, -3.0]) == pytest.approx(0.5530017928, abs=1e-10)
+    doc = DocumentScores([math.log(0.2), math.log(0.3)], {"domain": [math.log(0.05)] * 2})
+    assert scoring.measures(doc) == pytest.approx({"pma": 0.5, "pma_domain": 0.1}, abs=1e-15)
+    # an impossible option adds nothing; a document whose options are all impossible has 0
+    assert scoring.option_mass([math.log(0.25), -INF]) == pytest.approx(0.25, abs=1e-15)
+    assert scoring.option_mass([-INF, -INF]) == 0.0
+    # an option not computed makes the mass unknown, and +inf is no log-probability
+    assert math.isnan(scoring.option_mass([-1.0, NAN]))
+    assert math.isnan(scoring.option_mass([-1.0, INF]))
+
+
+def test_pma_of_options_near_probability_0_by_log_sum_exp():
+    # each option's exp(-745.2) underflows to 0.0, but 1000 of them hold e^-745.2 * 1000
+    # = e^(-745.2 + 6.9078) = e^-738.29: a sum of exps says 0, log-sum-exp does not
+    tiny = [-745.2] * 1000
+    assert sum(math.exp(x) for x in tiny) == 0.0
+    assert scoring.option_mass(tiny) == pytest.approx(math.exp(-745.2 + math.log(1000)))
+    assert scoring.option_mass(tiny) > 0
+    # beside a likely option the tiny ones change nothing
+    assert scoring.option_mass([math.log(0.5), -800.0, -900.0]) == pytest.approx(0.5, abs=1e-15)
+
+
+def test_measures_are_reported_after_the_accuracies_with_no_direction():
+    names = [m.name for m in scoring.task_metrics(("domain",), fixed_labels=True)]
+    assert names[-4:] == ["pma", "pma_domain", "truncated", "unranked"]
+    assert scoring.MEASURES == ("pma", "pma_domain")
+    for name in scoring.MEASURES:
+        row = scoring.METRIC_BY_NAME[name]
+        assert (row.kind, row.aggregation, row.higher_is_better) == ("measure", "mean", None)
+        assert not row.in_first_release and not row.group_mean
+        assert name not in scoring.ALL_ACCURACIES

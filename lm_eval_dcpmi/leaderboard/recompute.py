@@ -144,6 +144,7 @@ def score_documents(
     layout = task_layout(task.config)
     metrics = scoring.task_metrics(layout.references, bool(layout.content_free))
     accuracies = [m for m in metrics if m.kind == "accuracy"]
+    measures = [m for m in metrics if m.kind == "measure"]
     delimiter = task.config.get("target_delimiter", " ")
     try:
         documents = [document_options(s, where, layout) for s in samples]
@@ -180,6 +181,7 @@ def score_documents(
             continue
         values = scoring.accuracies(scores, doc.gold, accuracies)
         values.pop(scoring.UNRANKED, None)
+        values.update(scoring.measures(scores, measures))
         picks = scoring.predictions(scores, accuracies)
         scored.append(ScoredDocument(sample, doc, values, picks, scores))
     corpus = {m.name: m.corpus for m in accuracies if m.corpus is not None}
@@ -192,6 +194,8 @@ def score_documents(
         for metric, value in doc.values.items():
             if metric in corpus:
                 continue  # logged as the document's item, decided over the task
+            if metric not in doc.sample and metric in scoring.MEASURES:
+                continue  # a measure describes, decides nothing: older runs did not log it
             logged = number(doc.sample.get(metric))
             if not close(value, logged):
                 findings.append(

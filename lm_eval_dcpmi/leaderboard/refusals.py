@@ -67,6 +67,8 @@ def _range_problem(metric: scoring.Metric, stderr: bool, value: Any) -> str | No
         return "is not an accuracy (a number from 0 to 1)"
     if metric.kind == "count" and (x < 0 or x != int(x)):
         return "is not a count (a whole number, 0 or more)"
+    if metric.kind == "measure" and x < 0:
+        return "is not a probability mass (a number, 0 or more)"
     return None
 
 

@@ -88,6 +88,8 @@ class Checked:
     notes: list[str] = field(default_factory=list)
     to_rescore: list[TaskToRescore] = field(default_factory=list)
     rescored: list[str] = field(default_factory=list)  # what --rescore covered
+    # task -> doc_id -> metric -> the value recomputed from the logged loglikelihoods
+    per_document: dict[str, dict[int, dict[str, float]]] = field(default_factory=dict)
 
 
 def verify(
@@ -202,6 +204,7 @@ def verify_task(
         findings += _against_results(submission, task, metric, means[metric], stderr)
     checked.tasks[task.name] = means
     checked.documents[task.name] = len(scored)
+    checked.per_document[task.name] = {d.options.doc_id: d.values for d in scored}
     if options.rescore is not None:
         checked.to_rescore.append(
             TaskToRescore(
@@ -222,6 +225,8 @@ def _against_results(
         reported = (submission.data["results"].get(task.name) or {}).get(f"{metric},none")
         if reported is not None:
             return []  # not a finite number: value_findings said so
+        if metric in scoring.MEASURES:
+            return []  # describes, decides nothing: files written before it lack it
         return [
             Finding(
                 where, "the results file does not report it, though the task's samples decide it"
@@ -315,7 +320,11 @@ def summary(checked: Iterable[Checked]) -> list[str]:
     lines = []
     for result in checked:
         for task, means in result.tasks.items():
-            shown = ", ".join(f"{m} {100 * v:.1f}" for m, v in means.items() if not math.isnan(v))
+            shown = ", ".join(
+                f"{m} {v:.3f}" if m in scoring.MEASURES else f"{m} {100 * v:.1f}"
+                for m, v in means.items()
+                if not math.isnan(v)
+            )
             n, split = result.documents[task], result.split.get(task)
             of = f" of {split}" if split is not None and split != n else ""
             lines.append(f"{task}: {n}{of} documents rebuilt and recomputed ({shown})")

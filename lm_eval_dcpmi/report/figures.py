@@ -3,7 +3,11 @@
 * ``plot_run``: per run, grouped bars per task (one colour per method, 95% Wilson
   intervals when samples were logged) and below them DC-PMI minus the best other method;
 * ``plot_study``: per study, each method's accuracies over the study's tasks as a box
-  with every task's point on it and the mean marked, so the spread shows, not only the mean.
+  with every task's point on it and the mean marked, so the spread shows, not only the mean;
+* ``plot_competition``: per model whose samples log PMA (its runs pooled), DC-PMI's gain
+  over LM against PMA, a line per task through its four PMA quartiles (``competition``):
+  x, the quartile's median PMA (log scale); y, the gain in points. A line falling from left
+  to right is the paper's thesis (more gain where the options get less probability mass).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi.report.competition import Competition
 from lm_eval_dcpmi.report.formatting import limit_text
 from lm_eval_dcpmi.report.intervals import task_intervals
 from lm_eval_dcpmi.report.looks import look
@@ -36,6 +41,7 @@ COLOURS = {method: look(method).colour for method in METHODS}
 GAIN_COLOUR, LOSS_COLOUR, EVEN_COLOUR = "#2ca02c", "#d62728", "#8c8c8c"
 FIGSIZE = (12.0, 8.0)  # inches
 STUDY_FIGSIZE = (10.0, 6.0)
+COMPETITION_FIGSIZE = (10.0, 6.5)
 DPI = 100  # -> 1200 x 800 pixels
 
 
@@ -240,3 +246,47 @@ def figure_name(run: RunResults) -> str:
 def study_figure_name(run: RunResults, study: Study) -> str:
     """``figure_<model>_<study group>.png``."""
     return f"figure_{_slug(run.model) or 'model'}_{_slug(study.group)}.png"
+
+
+def competition_figure_name(label: str) -> str:
+    """``figure_<model>_pma.png`` (``label``: a model as ``competition_groups`` names it)."""
+    return f"figure_{_slug(label) or 'model'}_pma.png"
+
+
+def plot_competition(
+    label: str,
+    found: Sequence[Competition],
+    path: str | PathLike,
+    *,
+    figsize: tuple[float, float] = COMPETITION_FIGSIZE,
+    dpi: int = DPI,
+) -> Path:
+    """Write one model's figure as PNG (``figsize * dpi`` pixels): a line per task of
+    ``found``, one marker per quartile, filled where the quartile's gain is significant
+    (McNemar, p < 0.05)."""
+    fig = _figure(figsize, dpi)
+    axes = fig.subplots()
+    markers = "osD^v<>ph*"
+    for i, c in enumerate(found):
+        colour, marker = f"C{i % 10}", markers[(i // 10) % len(markers)]
+        style = "-" if i < 10 else "--"  # past ten tasks the colours repeat
+        xs = [max(q.median, 1e-12) for q in c.quartiles]  # a log axis: no 0
+        ys = [100 * q.comparison.difference.value for q in c.quartiles]
+        name = c.task.removeprefix("dcpmi_")
+        axes.plot(xs, ys, color=colour, linestyle=style, linewidth=1.2, label=name)
+        for x, y, q in zip(xs, ys, c.quartiles, strict=True):
+            face = colour if q.comparison.significant else "white"
+            axes.plot([x], [y], marker=marker, color=colour, markerfacecolor=face, markersize=6)
+    axes.set_xscale("log")
+    axes.axhline(0, color="black", linewidth=0.8)
+    axes.set_xlabel("PMA: probability mass on the options (quartile median, log scale)")
+    axes.set_ylabel("DC-PMI - LM (points)")
+    axes.grid(alpha=0.3)
+    axes.set_title(
+        f"Surface form competition: {label}\n"
+        "DC-PMI's gain over LM by PMA quartile (filled: McNemar p < 0.05)",
+        fontsize=12,
+    )
+    if found:
+        axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9, frameon=False)
+    return _save(fig, path, dpi)

@@ -112,6 +112,18 @@ def _same_run(
                 f"{len(values)} documents right), but the results file reports "
                 f"{reported:.6g}; the samples are another run's (or edited). {MOVE_AWAY}"
             )
+    for measure, reported in row.measures.items():
+        values = (row.per_doc or {}).get(measure)
+        if not values:
+            continue
+        mean = math.fsum(values) / len(values)  # equal to lm-eval's mean up to rounding
+        both_nan = math.isnan(mean) and math.isnan(reported)
+        if not (both_nan or math.isclose(mean, reported, rel_tol=1e-9)):
+            raise SamplesError(
+                f"{where}: its per-document {measure} averages {mean:.6g}, but the results "
+                f"file reports {reported:.6g}; the samples are another run's (or edited). "
+                f"{MOVE_AWAY}"
+            )
     recorded = (data.get("task_hashes") or {}).get(row.task)
     computed = task_hash(samples)
     if isinstance(recorded, str) and computed is not None and computed != recorded:

@@ -9,7 +9,15 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.report.figures import figure_name, plot_run, plot_study, study_figure_name
+from lm_eval_dcpmi.report.competition import competition_csv, competition_groups
+from lm_eval_dcpmi.report.figures import (
+    competition_figure_name,
+    figure_name,
+    plot_competition,
+    plot_run,
+    plot_study,
+    study_figure_name,
+)
 from lm_eval_dcpmi.report.intervals import intervals_csv
 from lm_eval_dcpmi.report.loading import load_results
 from lm_eval_dcpmi.report.options import ExportSummary, write_options_csv
@@ -40,6 +48,13 @@ def _figures(runs: Sequence[RunResults], out: Path) -> list[Output]:
             Output(out / study_figure_name(run, s), lambda path, r=run, s=s: plot_study(r, s, path))
             for s in run.studies
         ]
+    for label, found in competition_groups(runs):
+        outputs.append(
+            Output(
+                out / competition_figure_name(label),
+                lambda path, label=label, found=found: plot_competition(label, found, path),
+            )
+        )
     return outputs
 
 
@@ -60,6 +75,8 @@ def output_files(
             outputs.append(text_output(out / "summary.csv", summary_csv(runs)))
         if with_samples:
             outputs.append(text_output(out / "intervals.csv", intervals_csv(runs)))
+        if competition_groups(runs):
+            outputs.append(text_output(out / "competition.csv", competition_csv(runs)))
     if "png" in chosen and figures:
         outputs += _figures(runs, out)
     return outputs

@@ -48,11 +48,14 @@ class TaskRow:
     n_total: int | None = None  # documents in the task's evaluation split
     truncated: float | None = None  # requests longer than the model's context (NaN: unknown)
     is_group: bool = False
-    # method -> per-document 1.0/0.0 (NaN where not computed), in doc_id order; only when
-    # the run logged samples (--log_samples).
+    # method -> per-document 1.0/0.0 (NaN where not computed), and measure -> per-document
+    # number, in doc_id order; only when the run logged samples (--log_samples).
     per_doc: dict[str, list[float]] | None = None
     # the accuracies only some tasks have (CC, BC, PMI under other priors): name -> value
     extra: dict[str, float] = field(default_factory=dict)
+    # the measures the results report (PMA: scoring.MEASURES), name -> the task's mean;
+    # absent from files written before the plugin reported them
+    measures: dict[str, float] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -227,18 +230,21 @@ def _row(name: str, entry: Mapping[str, Any], is_group: bool) -> TaskRow | None:
     values = {m: metric(entry, m) for m in METHODS}
     if any(values[m] is None for m in REQUIRED):
         return None
-    extra = {}
+    extra, measures = {}, {}
     for key in entry:
         name_, _, _filter = str(key).partition(",")
         row_metric = None if name_.endswith("_stderr") else scoring.metric_named(name_)
         if name_ not in METHODS and row_metric is not None and row_metric.kind == "accuracy":
             extra[name_] = metric(entry, name_)
+        elif row_metric is not None and row_metric.kind == "measure":
+            measures[name_] = metric(entry, name_)
     return TaskRow(
         task=name,
         scores={m: v for m, v in values.items() if v is not None},
         truncated=metric(entry, scoring.TRUNCATED),
         is_group=is_group,
         extra={k: v for k, v in extra.items() if v is not None},
+        measures={k: v for k, v in measures.items() if v is not None},
     )
 
 
@@ -254,8 +260,9 @@ def _check_accuracies(row: TaskRow, where: str) -> None:
 
 
 def per_document(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """Each method's per-document 1.0/0.0 (NaN: not computed) from a task's logged samples,
-    in doc_id order; methods the samples do not hold are left out."""
+    """Each method's per-document 1.0/0.0 (NaN: not computed) and each measure's number
+    (PMA) from a task's logged samples, in doc_id order; those the samples do not hold are
+    left out."""
     ordered = sorted(
         (s for s in samples if s.get("filter", "none") == "none"),
         key=lambda s: int(s["doc_id"]),
@@ -268,7 +275,7 @@ def per_document(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]
     others = {str(k) for s in ordered[:1] for k in s if str(k) not in METHODS}
     for name in sorted(others):
         row_metric = None if name.endswith("_stderr") else scoring.metric_named(name)
-        if row_metric is None or row_metric.kind != "accuracy":
+        if row_metric is None or row_metric.kind == "count":
             continue
         if not all(name in s for s in ordered):
             continue

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lm_eval_dcpmi.report import comparisons, intervals, studies
+from lm_eval_dcpmi.report import comparisons, competition, intervals, studies
 from lm_eval_dcpmi.report.formatting import (
     DAGGER,
     csv_text,
@@ -161,6 +161,9 @@ def markdown_report(runs: Sequence[RunResults], *, title: bool = True) -> str:
     """A section per run; with several models, the best-method summary after."""
     parts = [INTRODUCTION] if title else []
     parts += [run_section(run) for run in runs]
+    surface_forms = competition.competition_markdown(runs)  # per model, its runs pooled
+    if surface_forms:
+        parts.append(surface_forms)
     if has_summary(runs):
         parts.append("## Best method, share of tasks\n\n" + summary_markdown(runs))
     return "\n".join(parts)

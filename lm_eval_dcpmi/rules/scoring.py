@@ -21,6 +21,12 @@ Batch calibration decides a document from every evaluated document's probabiliti
 its row has a corpus rule instead: the task logs each document's option probabilities
 (``batch_item``) and the metric's aggregation decides them all at once
 (``batch_calibrated``).
+
+Beside the rules, *measures* describe a document without deciding it: the probability mass
+the model puts on the options (PMA, Wiegreffe et al. 2023, "Increasing Probability Mass on
+Answer Choices Does Not Always Improve Accuracy"), after the premise (``pma``) and after the
+domain premise alone (``pma_domain``). Surface form competition is the mass the options
+lose to other wordings: low PMA is where the paper says DC-PMI should help most.
 """
 
 from __future__ import annotations
@@ -104,6 +110,25 @@ def content_free_prior(content_free: Mapping[str, Sequence[float]]) -> list[floa
     return [p / total for p in mean] if total > 0 else [math.nan] * len(mean)
 
 
+def option_mass(log_probs: Sequence[float]) -> float:
+    """sum_i P(y_i): the probability mass on the options, from their log-probabilities by
+    log-sum-exp (options of probability near 0 add their share instead of underflowing one
+    by one); 0.0 when every option is impossible (-inf), NaN when any is NaN.
+
+    >>> round(option_mass([math.log(0.2), math.log(0.3), -math.inf]), 12)
+    0.5
+    """
+    if any(math.isnan(x) for x in log_probs):
+        return math.nan
+    finite = [x for x in log_probs if x != -math.inf]
+    if not finite:
+        return 0.0
+    top = max(finite)
+    if top == math.inf:
+        return math.nan  # no log-probability is +inf: not a model's number
+    return math.exp(top + math.log(math.fsum(math.exp(x - top) for x in finite)))
+
+
 def _log(p: float) -> float:
     return math.nan if math.isnan(p) else (-math.inf if p == 0 else math.log(p))
 
@@ -143,8 +168,12 @@ class Metric:
     # per document: one score per option (the highest wins); or ``corpus``; neither: a count
     score: Rule | None = field(default=None, compare=False)
     corpus: CorpusRule | None = field(default=None, compare=False)
-    kind: Literal["accuracy", "count"] = "accuracy"  # 1.0/0.0 per document, or 0, 1, 2...
-    higher_is_better: bool = True
+    # 1.0/0.0 per document; or 0, 1, 2...; or a number describing the document (``measure``)
+    kind: Literal["accuracy", "count", "measure"] = "accuracy"
+    # per document, a measure's number (it decides nothing: no option wins)
+    measure: Callable[[DocumentScores], float] | None = field(default=None, compare=False)
+    # None: neither direction is better (a measure); lm-eval's tables show no arrow
+    higher_is_better: bool | None = True
     # which tasks report it: every DC-PMI task, or those with a fixed label set
     # (content-free inputs declared), or those with that extra reference context
     scope: Literal["every", "fixed_labels", "reference"] = "every"
@@ -159,11 +188,11 @@ class Metric:
 
     @property
     def aggregation(self) -> str:
-        """Over a task's documents: an accuracy's mean, a count's sum, or the name of a
-        corpus rule's aggregation (lm-eval's registry knows it by that name)."""
+        """Over a task's documents: an accuracy's or a measure's mean, a count's sum, or the
+        name of a corpus rule's aggregation (lm-eval's registry knows it by that name)."""
         if self.corpus is not None:
             return self.corpus.aggregate.__name__
-        return "mean" if self.kind == "accuracy" else "sum"
+        return "sum" if self.kind == "count" else "mean"
 
     @property
     def group_aggregation(self) -> Literal["mean"] | None:
@@ -246,6 +275,12 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="acc_bc", rule="log p(y | premise) - log mean over the evaluated documents "
            "of p(y | premise) (Zhou et al. 2024)", corpus=BATCH_CALIBRATION,
            scope="fixed_labels"),
+    Metric(name="pma", rule="sum over the options of P(y | premise): the probability mass on "
+           "the options (PMA, Wiegreffe et al. 2023)", kind="measure",
+           measure=lambda d: option_mass(d.conditional), higher_is_better=None),
+    Metric(name="pma_domain", rule="sum over the options of P(y | domain premise)",
+           kind="measure", measure=lambda d: option_mass(d.references[DOMAIN]),
+           higher_is_better=None),
     Metric(name="truncated", rule="requests cut from the left to fit the model's window",
            kind="count", higher_is_better=False, needs_tokenizer=True, in_first_release=True),
     Metric(name="unranked", rule="documents on which some method had no finite score to rank",
@@ -253,9 +288,12 @@ METRICS: tuple[Metric, ...] = (
 )  # fmt: skip
 # The table's names that other modules use as keys (never as a decision about a metric):
 # the paper's method, which reports lead with and test the others against; lm-eval's
-# plain score, beside which the calibrations are shown; the two counts.
+# plain score, beside which the calibrations are shown; the two counts; the probability mass
+# on the options (after the premise, after the domain premise), which the report's surface
+# form competition section sorts the documents by.
 HEADLINE, PLAIN = "acc_dcpmi", "acc"
 TRUNCATED, UNRANKED = "truncated", "unranked"
+MASS, DOMAIN_MASS = "pma", "pma_domain"
 
 
 def pmi_metric(reference: str) -> Metric:
@@ -272,13 +310,14 @@ def pmi_metric(reference: str) -> Metric:
 
 def task_metrics(references: Sequence[str], fixed_labels: bool) -> tuple[Metric, ...]:
     """What a DC-PMI task reports: every task's metrics, CC and BC on a fixed label set,
-    PMI under each reference context besides ``domain`` (accuracies, then counts)."""
+    PMI under each reference context besides ``domain`` (accuracies, measures, counts)."""
     chosen = [
         m for m in METRICS if m.scope == "every" or (fixed_labels and m.scope == "fixed_labels")
     ]
     extra = [pmi_metric(name) for name in references if name != DOMAIN]
     accuracies = [m for m in chosen if m.kind == "accuracy"] + extra
-    return (*accuracies, *(m for m in chosen if m.kind == "count"))
+    later = [m for kind in ("measure", "count") for m in chosen if m.kind == kind]
+    return (*accuracies, *later)
 
 
 METRIC_BY_NAME: dict[str, Metric] = {metric.name: metric for metric in METRICS}
@@ -300,6 +339,8 @@ METHODS = ACCURACIES
 ALL_ACCURACIES = tuple(m.name for m in METRICS if m.kind == "accuracy")
 # Per-task counts (summed, not averaged).
 COUNTS = tuple(m.name for m in METRICS if m.kind == "count")
+# What describes the documents without deciding them (averaged): PMA.
+MEASURES = tuple(m.name for m in METRICS if m.kind == "measure")
 # What a group of DC-PMI tasks reports (``aggregate_metric_list``), in this order.
 GROUP_METRICS = tuple(m.name for m in METRICS if m.group_aggregation is not None)
 # Those that mark a results entry as a DC-PMI task's (older files lack the others).
@@ -364,3 +405,17 @@ def accuracies(
         unranked |= pick is None
         result[metric.name] = float(pick == gold)
     return {**result, UNRANKED: float(unranked)}
+
+
+def measures(doc: DocumentScores, metrics: Sequence[Metric] | None = None) -> dict[str, float]:
+    """Each measure of ``metrics`` (default: the table's) on one document.
+
+    >>> scores = DocumentScores([math.log(0.1), math.log(0.2)], {"domain": [-1.0, -1.0]})
+    >>> round(measures(scores)["pma"], 12)
+    0.3
+    """
+    return {
+        metric.name: metric.measure(doc)
+        for metric in (METRICS if metrics is None else metrics)
+        if metric.measure is not None
+    }

@@ -368,6 +368,7 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
             content_free=self._content_free_scores(),
         )
         values: dict[str, Any] = scoring.accuracies(scores, entry.gold, self.metrics)
+        values.update(scoring.measures(scores, self.metrics))
         for metric in self.metrics:  # decided over the task: the document logs its item
             if metric.corpus is not None:
                 values[metric.name] = metric.corpus.item(scores, entry.gold)
