@@ -14,7 +14,10 @@ calls the hook of that name here (this module never imports that one back):
   recorded for another model (``leaderboard.answer_cache``), and lm-eval
   0.5.0.dev1 logs the true document ids under ``--samples``;
 * ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
-  program as one message (``errors.install_excepthook``).
+  program as one message (``errors.install_excepthook``);
+* ``read_gguf_once``: when transformers imports ``gguf``, the embedded model's file is
+  parsed once per process instead of six times (``embedded.read_file_once``: ~13 s of
+  every load of the embedded model).
 
 The hooks fail soft: a fault of the plugin's part (here, or in ``harness`` on an lm-eval it
 does not know) warns once, and from then on lm-eval runs as if the plugin were absent; a
@@ -178,3 +181,10 @@ def on_lm_eval_cli(_main: ModuleType | None) -> None:
     from lm_eval_dcpmi.errors import install_excepthook
 
     install_excepthook()
+
+
+def read_gguf_once(gguf: ModuleType) -> None:
+    """The embedded model's GGUF file parsed once per process (``embedded.read_file_once``)."""
+    from lm_eval_dcpmi import embedded
+
+    embedded.read_file_once(gguf)

@@ -297,3 +297,64 @@ def test_a_plain_lm_eval_task_runs_when_the_start_up_hook_fails(tmp_path):
     hook = "its start-up hook patch_task_manager(lm_eval.tasks.manager)"
     assert line.endswith(fault_message(hook, "AttributeError('TaskManager moved')"))
     assert_plain_task_scored(completed.stdout)
+
+
+LOAD_EMBEDDED = """
+import hashlib, json, sys
+import gguf.gguf_reader
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+parses = []
+build_fields = gguf.gguf_reader.GGUFReader._build_fields
+def counting(self, *args, **kwargs):
+    parses.append(str(self.data.filename))
+    return build_fields(self, *args, **kwargs)
+gguf.gguf_reader.GGUFReader._build_fields = counting
+
+folder, name, other = sys.argv[1:]
+tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+weights = hashlib.sha256()
+for key, value in sorted(model.state_dict().items()):
+    weights.update(key.encode() + value.numpy().tobytes())
+embedded = len(parses)
+gguf.GGUFReader(other)
+gguf.GGUFReader(other)
+print(json.dumps({
+    "embedded": embedded, "other": len(parses) - embedded, "weights": weights.hexdigest(),
+    "vocabulary": tokenizer("DC-PMI scores the options")["input_ids"],
+}))
+"""
+
+
+def test_the_embedded_file_is_parsed_once_per_process_and_loads_the_same_model(tmp_path):
+    """The start-up hook makes transformers parse the embedded GGUF once, not six times
+    (~13 s of each load); another GGUF file is parsed each time, and the model and
+    tokenizer are those of a load without the hook."""
+    import gguf
+
+    other = tmp_path / "other.gguf"
+    writer = gguf.GGUFWriter(str(other), "llama")
+    writer.add_block_count(1)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    model = embedded_model_args()
+    command = [sys.executable, "-c", LOAD_EMBEDDED, model["pretrained"], model["gguf_file"]]
+    loads = {}
+    for hook in ("1", "0"):
+        completed = subprocess.run(
+            [*command, str(other)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "LM_EVAL_DCPMI_AUTOLOAD": hook},
+            timeout=300,
+        )
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        loads[hook] = json.loads(completed.stdout.strip().splitlines()[-1])
+    # transformers parses it for the tokenizer, the config and the weights (lm-eval: 6 times)
+    assert loads["1"]["embedded"] == 1 and loads["0"]["embedded"] >= 3
+    assert loads["1"]["other"] == loads["0"]["other"] == 2
+    assert loads["1"]["weights"] == loads["0"]["weights"]
+    assert loads["1"]["vocabulary"] == loads["0"]["vocabulary"]
