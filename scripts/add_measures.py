@@ -82,9 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     for results_file in results_files(args.folders):
         written = add_measures(results_file, args.data_dir)
-        print(
-            f"{results_file}: {'added to ' + str(len(written)) + ' files' if written else 'has them'}"
-        )
+        done = f"added to {len(written)} files" if written else "has them already"
+        print(f"{results_file}: {done}")
     return 0
 
 

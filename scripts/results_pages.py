@@ -13,8 +13,8 @@ In README.md and docs/*.md, the text between ``<!-- results:NAME -->`` and
 of every run in the set (with a mean row; ``+figure`` after the name embeds the run's
 figure), NAME ``<set>/<study group or task>`` that study's or task's table, and
 ``+calibration``, ``+priors`` or ``+competition`` the set's CC/BC table, priors table, or
-surface form competition table (PMA and DC-PMI's gain by PMA quartile, with its figure). A set with no results file
-gives a placeholder saying where to put one.
+surface form competition table (PMA and DC-PMI's gain by PMA quartile, with its figure).
+A set with no results file gives a placeholder saying where to put one.
 
 Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
 """
@@ -304,7 +304,7 @@ def _competition(runs: list[RunResults], set_name: str, page: Path) -> list[str]
             "",
             competition.thesis_line(found),
             "",
-            f"![DC-PMI's gain over LM by PMA quartile, a line per task]({_link(figure, page)})",
+            f"![DC-PMI's gain over LM by PMA quartile, a panel per task]({_link(figure, page)})",
         ]
     return lines
 

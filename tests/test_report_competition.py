@@ -117,7 +117,7 @@ def test_report_files_with_pma_add_the_csv_and_the_figure(tmp_path):
     assert table[4]["trend_rho"] == "-0.8477" and table[0]["trend_rho"] == ""
     figures = sorted(p.name for p in out.glob("*.png"))
     assert "figure_gpt2_pma.png" in figures
-    assert png_size(out / "figure_gpt2_pma.png") == (1000, 650)
+    assert png_size(out / "figure_gpt2_pma.png") == (600, 360)  # one task: one panel
 
 
 def test_without_pma_there_is_no_section(tmp_path):

@@ -5,9 +5,9 @@
 * ``plot_study``: per study, each method's accuracies over the study's tasks as a box
   with every task's point on it and the mean marked, so the spread shows, not only the mean;
 * ``plot_competition``: per model whose samples log PMA (its runs pooled), DC-PMI's gain
-  over LM against PMA, a line per task through its four PMA quartiles (``competition``):
-  x, the quartile's median PMA (log scale); y, the gain in points. A line falling from left
-  to right is the paper's thesis (more gain where the options get less probability mass).
+  over LM against PMA: a small multiple, a panel per task with its four PMA quartiles
+  (``competition``), lowest first. Bars falling from left to right are the paper's thesis
+  (more gain where the options get less probability mass).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ COLOURS = {method: look(method).colour for method in METHODS}
 GAIN_COLOUR, LOSS_COLOUR, EVEN_COLOUR = "#2ca02c", "#d62728", "#8c8c8c"
 FIGSIZE = (12.0, 8.0)  # inches
 STUDY_FIGSIZE = (10.0, 6.0)
-COMPETITION_FIGSIZE = (10.0, 6.5)
+COMPETITION_PANEL = (3.0, 2.6)  # inches a task, four across (the title needs 6 inches)
 DPI = 100  # -> 1200 x 800 pixels
 
 
@@ -253,40 +253,64 @@ def competition_figure_name(label: str) -> str:
     return f"figure_{_slug(label) or 'model'}_pma.png"
 
 
+def _mass_label(value: float) -> str:
+    return f"{value:.2f}" if value >= 0.01 else f"{value:.0e}"
+
+
 def plot_competition(
     label: str,
     found: Sequence[Competition],
     path: str | PathLike,
     *,
-    figsize: tuple[float, float] = COMPETITION_FIGSIZE,
     dpi: int = DPI,
 ) -> Path:
-    """Write one model's figure as PNG (``figsize * dpi`` pixels): a line per task of
-    ``found``, one marker per quartile, filled where the quartile's gain is significant
-    (McNemar, p < 0.05)."""
-    fig = _figure(figsize, dpi)
-    axes = fig.subplots()
-    markers = "osD^v<>ph*"
-    for i, c in enumerate(found):
-        colour, marker = f"C{i % 10}", markers[(i // 10) % len(markers)]
-        style = "-" if i < 10 else "--"  # past ten tasks the colours repeat
-        xs = [max(q.median, 1e-12) for q in c.quartiles]  # a log axis: no 0
-        ys = [100 * q.comparison.difference.value for q in c.quartiles]
-        name = c.task.removeprefix("dcpmi_")
-        axes.plot(xs, ys, color=colour, linestyle=style, linewidth=1.2, label=name)
-        for x, y, q in zip(xs, ys, c.quartiles, strict=True):
-            face = colour if q.comparison.significant else "white"
-            axes.plot([x], [y], marker=marker, color=colour, markerfacecolor=face, markersize=6)
-    axes.set_xscale("log")
-    axes.axhline(0, color="black", linewidth=0.8)
-    axes.set_xlabel("PMA: probability mass on the options (quartile median, log scale)")
-    axes.set_ylabel("DC-PMI - LM (points)")
-    axes.grid(alpha=0.3)
-    axes.set_title(
-        f"Surface form competition: {label}\n"
-        "DC-PMI's gain over LM by PMA quartile (filled: McNemar p < 0.05)",
-        fontsize=12,
+    """Write one model's figure as PNG: a panel per task of ``found`` (four across),
+    DC-PMI's gain over LM in each PMA quartile with its 95% interval (Newcombe), each
+    quartile labelled by its median PMA (the tasks' masses differ by orders of magnitude,
+    so each panel has its own); green above zero, red below, hollow where the quartile's
+    gain is not significant (McNemar, p >= 0.05). A falling row of bars is the thesis."""
+    columns = min(4, max(1, len(found)))
+    rows = max(1, math.ceil(len(found) / columns))
+    width, height = COMPETITION_PANEL
+    fig = _figure((max(6.0, width * columns), 1.0 + height * rows), dpi)
+    panels = fig.subplots(rows, columns, sharey=True, squeeze=False)
+    for index, axes in enumerate(panels.flat):
+        if index >= len(found):
+            axes.set_visible(False)
+            continue
+        c = found[index]
+        x = list(range(len(c.quartiles)))
+        for pos, q in zip(x, c.quartiles, strict=True):
+            d = q.comparison.difference
+            colour = GAIN_COLOUR if d.value > 0 else LOSS_COLOUR if d.value < 0 else EVEN_COLOUR
+            axes.bar(
+                pos,
+                100 * d.value,
+                0.6,
+                color=colour if q.comparison.significant else "white",
+                edgecolor=colour,
+                linewidth=1.2,
+            )
+            axes.errorbar(
+                pos,
+                100 * d.value,
+                yerr=[[100 * (d.value - d.low)], [100 * (d.high - d.value)]],
+                color="black",
+                elinewidth=0.8,
+                capsize=2,
+            )
+        axes.axhline(0, color="black", linewidth=0.8)
+        axes.set_xticks(x)
+        axes.set_xticklabels([_mass_label(q.median) for q in c.quartiles], fontsize=8)
+        trend = "" if math.isnan(c.trend) else f", trend {c.trend:+.2f}"
+        axes.set_title(f"{c.task.removeprefix('dcpmi_')}{trend}", fontsize=10)
+        axes.grid(axis="y", alpha=0.3)
+        axes.set_axisbelow(True)
+    for axes in panels[:, 0]:
+        axes.set_ylabel("DC-PMI - LM (points)", fontsize=9)
+    fig.suptitle(
+        f"Surface form competition: {label}\nDC-PMI's gain over LM by PMA quartile (x: the "
+        "quartile's median PMA, lowest first; 95% intervals; hollow: McNemar p >= 0.05)",
+        fontsize=11,
     )
-    if found:
-        axes.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=9, frameon=False)
     return _save(fig, path, dpi)
