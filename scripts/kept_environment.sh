@@ -4,7 +4,9 @@
 # and words: requirement files, a release). A clean checkout, CI's included, so reuses the
 # environments an earlier one made (minutes saved: vLLM's alone is ~3 GB), and a changed
 # requirement makes a new one (the superseded one of that name is removed). The set-up's pip
-# run then points the editable install at the current checkout.
+# run then points the editable install at the current checkout: an environment serves one
+# checkout at a time, the last to run scripts/setup.sh (its `dcpmi` and `lm_eval` commands
+# import that checkout's plugin), so run it again after working in another checkout.
 # VENV left alone: a real folder (made by hand, or with DCPMI_ENV_CACHE=none), or any path
 # outside the checkout ($DCPMI_VENV pointing elsewhere).
 keep_environment() {

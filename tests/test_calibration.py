@@ -79,7 +79,7 @@ def test_a_task_without_content_free_scores_reports_no_cc():
     assert "acc_cc" not in [m.name for m in scoring.task_metrics(["domain"], False)]
     assert "acc_bc" not in [m.name for m in scoring.task_metrics(["domain"], False)]
     names = [m.name for m in scoring.task_metrics(["domain", "answer"], True)]
-    assert names == [*scoring.ALL_ACCURACIES, "acc_pmi_answer", *scoring.COUNTS]
+    assert names == [*scoring.ALL_ACCURACIES, "acc_pmi_answer", *scoring.MEASURES, *scoring.COUNTS]
     known = ["acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi", "acc_cc", "acc_bc"]
     assert [name for name in scoring.ALL_ACCURACIES if name in known] == known
 

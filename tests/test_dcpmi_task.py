@@ -81,7 +81,8 @@ def test_metrics_are_the_task_defaults_plus_ours_with_their_aggregations():
     # lm-eval's defaults for multiple choice first (acc, acc_norm), then the table's
     names = list(task.aggregation())
     assert names[:2] == ["acc", "acc_norm"]
-    assert names[2:] == [m for m in (*scoring.METHODS, *scoring.COUNTS) if m not in names[:2]]
+    ours = (*scoring.METHODS, *scoring.MEASURES, *scoring.COUNTS)
+    assert names[2:] == [m for m in ours if m not in names[:2]]
     assert [n for n in names if n in ("acc_unc", "acc_avg", "acc_dcpmi", "truncated")] == [
         "acc_unc", "acc_avg", "acc_dcpmi", "truncated"
     ]  # fmt: skip

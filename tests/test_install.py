@@ -34,7 +34,7 @@ from helpers import MISSING_DATA, OTHER_RELEASES, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.report.looks import LABELS
-from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS, MEASURES
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
@@ -248,7 +248,7 @@ def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
     # the task YAML was read from the installed wheel, not from the source checkout
     assert f"dcpmi_copa ({wheel_env}" in completed.stderr
     metrics = table_metrics(completed.stdout, "dcpmi_copa")
-    assert set(metrics) == {*ACCURACIES, *COUNTS}
+    assert set(metrics) == {*ACCURACIES, *MEASURES, *COUNTS}
     assert metrics["truncated"] == 0.0
 
 
@@ -264,7 +264,7 @@ def test_dcpmi_run_uses_the_embedded_model_and_prints_the_dcpmi_table(wheel_env,
     )
     # lm-eval's header line names the model arguments dcpmi run chose
     assert f"'pretrained': '{embedded.model_dir()}'" in completed.stdout
-    assert set(table_metrics(completed.stdout, "dcpmi_copa")) == {*ACCURACIES, *COUNTS}
+    assert set(table_metrics(completed.stdout, "dcpmi_copa")) == {*ACCURACIES, *MEASURES, *COUNTS}
     lines = completed.stdout.splitlines()
     header = next(line for line in lines if line.startswith("| Task |"))
     assert cells(header) == ["Task", "n", *LABELS.values()]

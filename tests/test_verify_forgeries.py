@@ -274,3 +274,34 @@ def test_a_doc_id_that_is_no_number_is_named(run, capsys):
     write(run, data, lines)
     err = refused(capsys, run, "sample 8: doc_id 'seven' is not a document index")
     assert "Traceback" not in err
+
+
+def test_a_pma_that_is_not_the_loglikelihoods_mass_is_refused(run, capsys):
+    """PMA is recomputed like the accuracies: per document and per task."""
+    data, lines = read(run)
+    lines[3]["pma"] = 0.9  # the options made to hold most of the mass
+    write(run, data, lines)
+    refused(capsys, run, "doc 3: pma recomputes to", "but the sample logs 0.9")
+    data, lines = read(run)
+    lines[3]["pma"] = 0.9
+    data["results"][SHARDED_TASK]["pma,none"] = 0.5
+    write(run, data, lines)
+    refused(capsys, run, f"({SHARDED_TASK}, pma): reports 0.5; the logged loglikelihoods give")
+    data["results"][SHARDED_TASK]["pma,none"] = -0.1
+    write(run, data, lines)
+    refused(capsys, run, "pma,none): -0.1 is not a probability mass")
+
+
+def test_results_written_before_pma_verify_without_it(run, capsys):
+    """A measure describes the documents and decides nothing: files from before it existed
+    (neither results nor samples hold it) still verify; a sample that logs it must agree."""
+    data, lines = read(run)
+    for key in ("pma", "pma_domain"):
+        for line in lines:
+            line.pop(key)
+        for suffix in (",none", "_stderr,none"):
+            data["results"][SHARDED_TASK].pop(key + suffix)
+    write(run, data, lines)
+    status, out, err = verify(capsys, run)
+    assert status == 0, err
+    assert "pma 0." in out  # recomputed all the same, shown as a probability

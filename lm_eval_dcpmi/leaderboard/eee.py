@@ -27,6 +27,7 @@ from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.stats import wilson
 from lm_eval_dcpmi.report.writing import Output, text_output
+from lm_eval_dcpmi.rules import scoring
 
 
 def _interval(task: TaskEntry, value: float) -> dict[str, Any] | None:
@@ -231,6 +232,8 @@ def instance_rows(
                     metadata[f"{name}_loglikelihoods"] = json.dumps(values)
             sample_hash = doc.sample.get("doc_hash")
             for metric, value in doc.values.items():
+                if metric in scoring.MEASURES:
+                    continue  # an instance's result is a decision; a measure decides nothing
                 pick = doc.picks.get(metric)
                 chosen = options_text[pick] if pick is not None else ""
                 yield {

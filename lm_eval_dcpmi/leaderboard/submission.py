@@ -28,6 +28,10 @@ class TaskEntry:
     is_group: bool
     values: dict[str, float]  # accuracy metric -> value in [0, 1]
     stderr: dict[str, float]  # accuracy metric -> lm-eval's standard error, where numeric
+    # the measures it reports (PMA: scoring.MEASURES), as ``values``/``stderr``; exports
+    # carry accuracies only, verify checks both
+    measures: dict[str, float] = field(default_factory=dict)
+    measures_stderr: dict[str, float] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     version: str | None = None
     n: int | None = None  # documents scored
@@ -137,14 +141,17 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
-def _accuracies(entry: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+def _reported(
+    entry: Mapping[str, Any], kind: str = "accuracy"
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The entry's numeric values and standard errors of the metrics of ``kind``."""
     values, stderr = {}, {}
     for key, value in entry.items():
         name, _comma, filter_name = str(key).partition(",")
         if filter_name not in ("none", "") or name.endswith("_stderr"):
             continue
         metric = scoring.metric_named(name)
-        if metric is None or metric.kind != "accuracy":
+        if metric is None or metric.kind != kind:
             continue
         number = _number(value)
         if number is None:
@@ -181,7 +188,8 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
     for name, entry in data["results"].items():
         if not isinstance(entry, dict):
             continue
-        values, stderr = _accuracies(entry)
+        values, stderr = _reported(entry)
+        measures, measures_stderr = _reported(entry, "measure")
         is_group = name in subtasks and bool(subtasks.get(name))
         config = configs.get(name) if isinstance(configs.get(name), dict) else {}
         if not values or (not is_group and "domain_premise" not in (config.get("metadata") or {})):
@@ -193,6 +201,8 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
             is_group=is_group,
             values=values,
             stderr=stderr,
+            measures=measures,
+            measures_stderr=measures_stderr,
             config=config,
             version=None if version is None else str(version),
             n=_int(counts.get("effective")),

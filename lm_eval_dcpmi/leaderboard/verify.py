@@ -221,7 +221,9 @@ def _against_results(
     submission: Submission, task: TaskEntry, metric: str, mean: float, stderr: float
 ) -> list[Finding]:
     where = f"{submission.path} ({task.name}, {metric})"
-    if metric not in task.values:
+    values = task.measures if metric in scoring.MEASURES else task.values
+    errors = task.measures_stderr if metric in scoring.MEASURES else task.stderr
+    if metric not in values:
         reported = (submission.data["results"].get(task.name) or {}).get(f"{metric},none")
         if reported is not None:
             return []  # not a finite number: value_findings said so
@@ -233,12 +235,12 @@ def _against_results(
             )
         ]
     found = []
-    reported = task.values[metric]
+    reported = values[metric]
     if not close(mean, reported):
         found.append(
             Finding(where, f"reports {reported!r}; the logged loglikelihoods give {mean!r}")
         )
-    reported_stderr = task.stderr.get(metric)
+    reported_stderr = errors.get(metric)
     if (
         reported_stderr is not None
         and not math.isnan(stderr)

@@ -12,7 +12,8 @@ the five decision rules (``scoring.METHODS``) on every DC-PMI task:
 
 The parts, by job: ``results`` (the data model, from a results dict), ``loading`` (files
 and folders), ``samples`` (the ``--log_samples`` files), ``stats`` (intervals and paired
-tests), ``tables`` / ``studies`` / ``intervals`` / ``summary`` (Markdown and CSV),
+tests), ``tables`` / ``studies`` / ``intervals`` / ``summary`` / ``competition`` (PMA
+quartiles: where DC-PMI's gains come from) (Markdown and CSV),
 ``figures``, ``options`` (the per-option export) and ``output`` (the files written, all
 or nothing; ``dcpmi report`` is ``lm_eval_dcpmi.cli.report``).
 
