@@ -16,15 +16,16 @@ writes the pages again.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 from pathlib import Path
+
+from make_results import write_samples_gz
 
 from lm_eval_dcpmi.json_files import read_json, write_json
 from lm_eval_dcpmi.leaderboard.recompute import mean_stderr
 from lm_eval_dcpmi.leaderboard.submission import read_submission, results_files
 from lm_eval_dcpmi.leaderboard.verify import VerifyOptions, verify_submission
+from lm_eval_dcpmi.report.samples import read_samples
 from lm_eval_dcpmi.rules import scoring
 
 
@@ -52,15 +53,11 @@ def add_measures(results_file: Path, data_dir: str | None = None) -> list[Path]:
         per_document = checked.per_document[name]
         samples_file = task.samples_file
         assert samples_file is not None and samples_file.suffix == ".gz", samples_file
-        with gzip.open(samples_file, "rt", encoding="utf-8") as lines:
-            samples = [json.loads(line) for line in lines if line.strip()]
+        samples = read_samples(samples_file)
         for sample in samples:
             values = per_document[int(sample["doc_id"])]
             sample.update({m: values[m] for m in scoring.MEASURES})
-        # mtime=0: the same samples give the same bytes (as make_results --add writes them)
-        with gzip.GzipFile(samples_file, "wb", mtime=0) as gz:
-            for sample in samples:
-                gz.write((json.dumps(sample) + "\n").encode("utf-8"))
+        write_samples_gz(samples_file, samples)
         written.append(samples_file)
         ordered = [per_document[doc_id] for doc_id in sorted(per_document)]
         entry = data["results"][name]

@@ -24,6 +24,7 @@ import json
 import struct
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -91,13 +92,20 @@ def add_run(
     stamp = results_file.name.removeprefix("results_").removesuffix(".json")
     for samples in sorted(results_file.parent.glob(f"samples_*_{stamp}.jsonl")):
         out = target / (samples.name + ".gz")
-        # mtime=0: the same samples give the same bytes (make_results --check compares them)
-        with samples.open(encoding="utf-8") as lines, gzip.GzipFile(out, "wb", mtime=0) as gz:
-            for line in lines:
-                if line.strip():
-                    gz.write((json.dumps(compact_sample(json.loads(line))) + "\n").encode("utf-8"))
+        with samples.open(encoding="utf-8") as lines:
+            write_samples_gz(
+                out, (compact_sample(json.loads(line)) for line in lines if line.strip())
+            )
         written.append(out)
     return written
+
+
+def write_samples_gz(out: Path, samples: Iterable[dict[str, Any]]) -> None:
+    """Samples as committed: one JSON line each, gzipped with mtime 0 (the same samples give
+    the same bytes: make_results --check compares them)."""
+    with gzip.GzipFile(out, "wb", mtime=0) as gz:
+        for sample in samples:
+            gz.write((json.dumps(sample) + "\n").encode("utf-8"))
 
 
 def png_software(path: Path) -> str | None:

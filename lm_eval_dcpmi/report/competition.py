@@ -31,6 +31,7 @@ from typing import Any
 from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.report import stats
 from lm_eval_dcpmi.report.formatting import csv_text, header, md_cell, p_text
+from lm_eval_dcpmi.report.intervals import difference_text
 from lm_eval_dcpmi.report.results import MISSING, RunResults, TaskRow
 from lm_eval_dcpmi.rules.scoring import DOMAIN_MASS, HEADLINE, MASS, PLAIN
 
@@ -162,12 +163,10 @@ def _mass_text(value: float | None) -> str:
     return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
 
 
-def _gain_text(comparison: stats.Comparison, interval: bool = False) -> str:
-    d = comparison.difference
+def _gain_text(comparison: stats.Comparison) -> str:
+    """``+3.0, p=0.520``: ``intervals.difference_text`` without the interval."""
     p = p_text(comparison.p_value)
-    p = p if p.startswith("<") else f"={p}"
-    bounds = f" [{100 * d.low:.1f}, {100 * d.high:.1f}]" if interval else ""
-    return f"{100 * d.value:+.1f}{bounds}, p{p}"
+    return f"{100 * comparison.difference.value:+.1f}, p{p if p.startswith('<') else '=' + p}"
 
 
 def _trend_text(c: Competition) -> str:
@@ -251,7 +250,7 @@ def quartile_table(found: Sequence[Competition]) -> list[str]:
                 _mass_text(q.median),
                 _accuracy(counts.both + counts.second_only, n),
                 _accuracy(counts.both + counts.first_only, n),
-                _gain_text(q.comparison, interval=True),
+                difference_text(q.comparison),
             ]
             lines.append(f"| {md_cell(c.task)} | " + " | ".join(cells) + " |")
     return lines
@@ -293,12 +292,12 @@ COMPETITION_HEADER = (
 )
 
 
-def competition_csv(runs: Sequence[RunResults]) -> str:
+def competition_csv(groups: Sequence[tuple[str, Sequence[Competition]]]) -> str:
     """A row per (model, task, quartile), then the task's whole (quartile ``all``, with the
     trend's rho and p; the PMA range left blank): accuracies and gains in percent, PMA as a
-    probability; models as ``competition_groups`` pools them."""
+    probability; ``groups``: ``competition_groups`` of the report's runs."""
     rows: list[Sequence[Any]] = [(*COMPETITION_HEADER, "trend_rho", "trend_p")]
-    for label, found in competition_groups(runs):
+    for label, found in groups:
         for c in found:
             parts = [(f"Q{q.index}", q.comparison, q.low, q.high, q.median) for q in c.quartiles]
             parts.append(("all", c.flips, math.nan, math.nan, math.nan))

@@ -9,7 +9,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.report.competition import competition_csv, competition_groups
+from lm_eval_dcpmi.report.competition import Competition, competition_csv, competition_groups
 from lm_eval_dcpmi.report.figures import (
     competition_figure_name,
     figure_name,
@@ -37,7 +37,9 @@ def _matplotlib_available() -> bool:
     return True
 
 
-def _figures(runs: Sequence[RunResults], out: Path) -> list[Output]:
+def _figures(
+    runs: Sequence[RunResults], groups: Sequence[tuple[str, Sequence[Competition]]], out: Path
+) -> list[Output]:
     outputs = []
     for run in runs:
         if run.main_rows:
@@ -48,7 +50,7 @@ def _figures(runs: Sequence[RunResults], out: Path) -> list[Output]:
             Output(out / study_figure_name(run, s), lambda path, r=run, s=s: plot_study(r, s, path))
             for s in run.studies
         ]
-    for label, found in competition_groups(runs):
+    for label, found in groups:
         outputs.append(
             Output(
                 out / competition_figure_name(label),
@@ -64,6 +66,7 @@ def output_files(
     """The files of the chosen formats in ``out``, to be written by ``writing.write_all``."""
     several = has_summary(runs)  # at least two models with main-table tasks
     with_samples = any(run.has_samples for run in runs)
+    groups = competition_groups(runs)  # each model's tasks by PMA, for its CSV and figure
     outputs: list[Output] = []
     if "md" in chosen:
         outputs.append(text_output(out / "report.md", text))
@@ -75,10 +78,10 @@ def output_files(
             outputs.append(text_output(out / "summary.csv", summary_csv(runs)))
         if with_samples:
             outputs.append(text_output(out / "intervals.csv", intervals_csv(runs)))
-        if competition_groups(runs):
-            outputs.append(text_output(out / "competition.csv", competition_csv(runs)))
+        if groups:
+            outputs.append(text_output(out / "competition.csv", competition_csv(groups)))
     if "png" in chosen and figures:
-        outputs += _figures(runs, out)
+        outputs += _figures(runs, groups, out)
     return outputs
 
 
