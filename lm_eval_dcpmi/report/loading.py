@@ -17,17 +17,20 @@ from lm_eval_dcpmi.report.results import (
     ReportError,
     RunResults,
     TaskRow,
+    number,
     per_document,
     run_from_dict,
 )
 from lm_eval_dcpmi.report.samples import (
     digest_mismatch,
     domain_contexts,
+    item_of,
     read_samples,
     samples_files,
     task_hash,
     task_layout,
 )
+from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks import premise_digest
 
 log = logging.getLogger(__name__)
@@ -47,6 +50,10 @@ def read_results_file(path: Path) -> RunResults:
         raise ReportError(f"{path}: cannot be read ({error.strerror or error})") from None
     data = parse_json(text, str(path), error=ReportError, fix=RESULTS_FILE_FIX)
     run = run_from_dict(data, path, samples={})
+    counts = data.get("n-samples", {})
+    for row in run.rows:
+        by_task = counts if isinstance(counts, Mapping) else {row.task: counts}
+        _check_numbers(row.task, data["results"][row.task], by_task, str(path))
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])
     for row in run.rows:
         if row.task in run.samples_files:
@@ -55,12 +62,63 @@ def read_results_file(path: Path) -> RunResults:
                 samples = read_samples(samples_file)
             except ReportError as error:
                 raise SamplesError(str(error)) from None
+            _same_metrics(samples, samples_file)
             # doc ids that are indices first: the per-document values are put in their order
             _index_doc_ids(samples, f"{samples_file} ({row.task}, beside {path})")
             row.per_doc = per_document(samples) or None
             _same_documents(row, samples_file, path)
             _same_run(row, samples, samples_file, path, data)
     return run
+
+
+def _check_numbers(
+    task: str, entry: Mapping[str, Any], n_samples: Mapping[str, Any], where: str
+) -> None:
+    """Each value of the metric table is a number (NaN: not computed), and the task's
+    document counts, where recorded, are whole numbers: else a cell would be left blank."""
+    wrong = [(f"{task}'s {k}", v, "a number") for k, v in entry.items() if not _number_of(k, v)]
+    counts = n_samples.get(task, {})
+    if not isinstance(counts, Mapping):
+        wrong.append((f"n-samples {task}", counts, "its counts"))
+    for key in ("effective", "original") if isinstance(counts, Mapping) else ():
+        value = counts.get(key, 0)
+        if isinstance(value, bool) or not (number(value) >= 0 and number(value).is_integer()):
+            wrong.append((f"n-samples {task} {key}", value, "a count"))
+    for what, value, kind in wrong[:1]:
+        text = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ReportError(
+            f"{where}: {what} is {text}, not {kind}; the results file is damaged or edited "
+            "(dcpmi verify says more)"
+        )
+
+
+def _number_of(key: Any, value: Any) -> bool:
+    """Whether ``value`` is a number, or ``key`` names no value of the metric table."""
+    name = str(key).partition(",")[0]
+    if name.endswith("_stderr") or scoring.metric_named(name) is None:
+        return True
+    if isinstance(value, str):
+        return not math.isnan(number(value)) or value.lower() == "nan"
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _same_metrics(samples: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Every line logs the same per-document metrics (lm-eval logs every metric of the
+    task on every line), each corpus rule's item as long as the others' (the rule decides
+    them together): else a metric would be left out, or the rule fail."""
+    logged = [{str(k) for k in s if scoring.metric_named(str(k))} for s in samples]
+    every = set().union(*logged)
+    items = [m for m in every if (row := scoring.metric_named(m)) and row.corpus]
+    sizes = {m: len(item_of(samples[0][m])) for m in items}
+    for number_, (sample, names) in enumerate(zip(samples, logged, strict=True), start=1):
+        odd = sorted(every - names)[:1] or [m for m in items if len(item_of(sample[m])) != sizes[m]]
+        if odd:
+            how = "logs no" if odd[0] not in names else "logs an item of another size for"
+            raise SamplesError(
+                f"{path}: doc {sample.get('doc_id')!r} (sample {number_}) {how} {odd[0]}, "
+                "unlike the other documents; the samples file was edited or is not "
+                "lm-eval's. Use the samples files of the run as written."
+            )
 
 
 def _same_documents(row: TaskRow, samples_file: Path, results_file: Path) -> None:
@@ -124,7 +182,8 @@ def _same_run(
                 f"file reports {reported:.6g}; the samples are another run's (or edited). "
                 f"{MOVE_AWAY}"
             )
-    recorded = (data.get("task_hashes") or {}).get(row.task)
+    hashes = data.get("task_hashes")
+    recorded = hashes.get(row.task) if isinstance(hashes, Mapping) else None
     computed = task_hash(samples)
     if isinstance(recorded, str) and computed is not None and computed != recorded:
         raise SamplesError(
@@ -175,7 +234,8 @@ def _doc_ids(
             f"{f' ({len(repeated)} doc ids repeat)' if len(repeated) > 1 else ''}; a samples "
             f"file holds each document once. {MOVE_AWAY}"
         )
-    limit = (data.get("config") or {}).get("limit") if isinstance(data, Mapping) else None
+    config = data.get("config") if isinstance(data, Mapping) else None
+    limit = config.get("limit") if isinstance(config, Mapping) else None
     if row.n_total is not None:
         beyond = [i for i in ids if i >= row.n_total]
         if beyond:
@@ -206,7 +266,8 @@ def _same_premise(
     premise = metadata.get("domain_premise") if isinstance(metadata, Mapping) else None
     if not isinstance(premise, str) or not premise.strip() or "{" in premise:
         return
-    version = str((data.get("versions") or {}).get(row.task, ""))
+    versions = data.get("versions")
+    version = str(versions.get(row.task, "") if isinstance(versions, Mapping) else "")
     named = premise_digest.digest_in(version)
     if named and named != premise_digest.short(premise_digest.sha256_of(premise)):
         return  # the results file contradicts itself; its version is what it is
@@ -249,12 +310,13 @@ def _results_in_folder(folder: Path) -> list[RunResults]:
                 raise  # a DC-PMI run with broken samples: never fall back to an older run
             except ReportError as error:
                 skipped.append(str(error))
-                log.warning("skipped %s", error)
-    if not runs:
+    if not runs:  # the refusal names the first skipped file: one line, no warning before it
         raise ReportError(
             f"{folder}: no DC-PMI results under this folder ({len(skipped)} results file(s) "
             f"skipped; first: {skipped[0]})"
         )
+    for reason in skipped:
+        log.warning("skipped %s", reason)
     return runs
 
 
@@ -264,15 +326,15 @@ def _unique_names(runs: list[RunResults]) -> None:
     for one in runs:
         counts[one.model] = counts.get(one.model, 0) + 1
     taken: set[str] = set()
-    for number, one in enumerate(runs, start=1):
+    for index, one in enumerate(runs, start=1):
         if counts[one.model] > 1:
-            stamp = str(number)
+            stamp = str(index)
             if one.source is not None:
                 match = re.search(r"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)", one.source.name)
                 stamp = match.group(1) if match else one.source.stem
             name = f"{one.model} [{stamp}]"
             if name in taken:
-                name = f"{one.model} [{stamp} #{number}]"
+                name = f"{one.model} [{stamp} #{index}]"
             one.model = name
         taken.add(one.model)
 
