@@ -245,16 +245,20 @@ def claims(results: Any) -> dict[tuple, Any]:
     found: dict[tuple, Any] = {}
     if not isinstance(results, dict):
         return found
-    for task, entry in (results.get("results") or {}).items():
+    tasks = results.get("results") if isinstance(results.get("results"), dict) else {}
+    for task, entry in tasks.items():
         for key, value in entry.items() if isinstance(entry, dict) else ():
             if "," in str(key):
                 found[("results", task, key)] = _claimed(value)
+    # the counts of the tasks the results hold (an entry of no such task shows nowhere)
     for section in ("n-samples", "n-shot"):
         block = results.get(section)
         for task, value in block.items() if isinstance(block, dict) else ():
-            if isinstance(value, dict):
-                for key, count in value.items():
-                    found[(section, task, key)] = _claimed(count)
+            if task not in tasks:
+                continue
+            if section == "n-samples" and isinstance(value, dict):
+                for key in ("original", "effective"):
+                    found[(section, task, key)] = _claimed(value.get(key))
             else:
                 found[(section, task)] = _claimed(value)
     return found

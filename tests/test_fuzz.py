@@ -98,6 +98,23 @@ KNOWN: list[tuple[str, Callable[[Check, str], bool]]] = [
         ),
     ),
     (
+        "issue 55, fixes55: merge with a recorded count of 10^12 ends in MemoryError; every "
+        "count read from a file is bounded by what the data allows",
+        lambda check, case: (
+            check.command == "merge"
+            and ("n-samples" in case or "'shard'" in case)
+            and any("MemoryError" in p for p in check.problems)
+        ),
+    ),
+    (
+        "issue 55, fixes55: merge with shards recording a count of 0 ends in a traceback "
+        "(range() arg 3 must not be zero)",
+        lambda check, case: (
+            check.command == "merge"
+            and any("range() arg 3 must not be zero" in p for p in check.problems)
+        ),
+    ),
+    (
         "issue 55, fixes55: a task name with a path separator ends in a traceback "
         "(ValueError: Invalid name); every name read from a file is checked",
         lambda check, case: any("ValueError: Invalid name" in p for p in check.problems),

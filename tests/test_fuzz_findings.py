@@ -104,6 +104,7 @@ def _answer_wrapped(lines: list[dict]) -> None:
         (_metric_dropped, "(sample 29) logs no acc_unc, unlike the other documents"),
         (_loglikelihood_positive, "(a loglikelihood is a number, 0 or below)"),
         (_answer_wrapped, "are not [loglikelihood, is_greedy] answers"),
+        (lambda lines: lines[51].update(acc_cc=2048847968), "its acc_cc 2048847968 is not 0 or 1"),
         (lambda lines: lines.clear(), "holds no samples (an empty samples file)"),
     ],
 )
@@ -132,7 +133,15 @@ def test_a_gzip_file_broken_inside_is_refused_in_one_line(tmp_path, capsys):
         (lambda d: d.update(task_hashes="then"), None),  # was AttributeError: a string
         (
             lambda d: d["results"]["dcpmi_cb"].update({"truncated,none": [[0.0]]}),
-            "dcpmi_cb's truncated,none is [[0.0]], not a number",
+            "dcpmi_cb's truncated,none is [[0.0]], not a value of its metric",
+        ),
+        (
+            lambda d: d["results"]["dcpmi_cb"].update({"truncated,none": -1.4112346679524156e195}),
+            "dcpmi_cb's truncated,none is -1.4112346679524156e+195, not a value of its metric",
+        ),
+        (
+            lambda d: d.update({"n-samples": {"value": d["n-samples"]}}),
+            "n-samples dcpmi_cb is None, not its counts (original, effective)",
         ),
         (
             lambda d: d["n-samples"].update(dcpmi_cb=-2305843009213693953),
@@ -215,6 +224,50 @@ def test_verify_refuses_a_count_or_standard_error_no_run_reports(
     folder = _whole(shard_runs, tmp_path)
     edit_results(folder, edit)
     assert message in refused(capsys, "verify", folder, status=1)
+
+
+def _metadata(key: str, value: object) -> Callable[[dict], None]:
+    return lambda data: data["configs"][SHARDED_TASK]["metadata"].update({key: value})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda data: data["n-shot"].update(dcpmi_cb=[0]),
+            "(dcpmi_cb): its n-shot [0] is not a number of few-shot examples",
+        ),
+        (
+            _metadata("domain_premise", 165686),
+            "(dcpmi_cb): records the domain premise '165686', but the task built here scores "
+            "' the answer is:'",
+        ),
+        (
+            _metadata("data_files", {"cb/val.jsonl": {"value": "c6125587e960"}}),
+            "data file cb/val.jsonl: the file here has sha256 c6125587e9601560..., but the run "
+            "read {'value': 'c61",
+        ),
+        (
+            _metadata("dcpmi_version", ["0.1.0"]),  # was TypeError: unhashable type: 'list'
+            None,
+        ),
+    ],
+)
+def test_verify_and_export_refuse_or_keep_what_the_metadata_records(
+    shard_runs, tmp_path, capsys, edit, message
+):
+    folder = _whole(shard_runs, tmp_path)
+    edit_results(folder, edit)
+    export = ["export", folder, "--format", "hf", "--out", tmp_path / "out"]
+    if message is None:  # the results' dcpmi.plugin_version names the version: as recorded
+        for argv in (["verify", folder], export):
+            status, _out, err = run(capsys, *argv)
+            assert status == 0, err
+        return
+    assert message in refused(capsys, "verify", folder, status=1)
+    assert message in refused(capsys, *export)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow
@@ -321,6 +374,22 @@ def test_merge_refuses_what_it_would_copy_from_one_shard(
     edit_results(shards[0], edit)
     err = refused(capsys, "merge", *shards, "--out", tmp_path / "out")
     assert message in err and "shard 1/3 (" in err
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_document_without_its_batch_calibration_item(shard_runs, tmp_path, capsys):
+    shards = _shards(shard_runs, tmp_path)
+    edit_samples(shards[1], lambda lines: lines[13].pop("acc_bc"))  # was KeyError: 'acc_bc'
+    err = refused(capsys, "merge", *shards, "--out", tmp_path / "out")
+    assert "shard 2/3 (" in err and "doc 40: logs no acc_bc" in err
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_model_identity_without_its_source(shard_runs, tmp_path, capsys):
+    shards = _shards(shard_runs, tmp_path)
+    edit_results(shards[1], lambda data: data["dcpmi"]["model"].pop("how"))  # was TypeError
+    err = refused(capsys, "merge", *shards, "--out", tmp_path / "out")
+    assert "dcpmi.model records no 'how', which every results file of the plugin records" in err
 
 
 @pytest.mark.slow

@@ -230,8 +230,11 @@ def _item_findings(
     """Each document's logged item of the corpus rule ``name`` against the one its
     loglikelihoods give (the reports decide the rule from the logged items)."""
     found = []
+    logging = any(doc.sample.get(name) is not None for doc in scored)
     for doc, item in zip(scored, items, strict=True):
         logged = doc.sample.get(name)
+        if logged is None and logging:  # logged on other documents: a line was edited
+            found.append(Finding(where, f"doc {doc.options.doc_id}: logs no {name}"))
         if logged is None:
             continue
         values = json.loads(logged) if isinstance(logged, str) else logged

@@ -81,10 +81,18 @@ def value_findings(submission: Submission) -> list[Finding]:
     document counts (``n-samples``) that are not two whole numbers, the scored within the
     split's."""
     found = []
-    counts = submission.data.get("n-samples")
+    counts, shots = submission.data.get("n-samples"), submission.data.get("n-shot")
     for name, task in submission.tasks.items():
         if task.is_group:
             continue
+        shot = shots.get(name) if isinstance(shots, dict) else None
+        if shot is not None and (not isinstance(shot, int) or isinstance(shot, bool) or shot < 0):
+            found.append(
+                Finding(
+                    f"{submission.path} ({name})",
+                    f"its n-shot {_shown(shot)} is not a number of few-shot examples",
+                )
+            )
         recorded = counts.get(name) if isinstance(counts, dict) else None
         kept = recorded if isinstance(recorded, dict) else {}
         values = [kept.get(k) for k in ("effective", "original")]

@@ -44,22 +44,30 @@ class TaskEntry:
         metadata = self.config.get("metadata")
         return metadata if isinstance(metadata, dict) else {}
 
+    def _text(self, key: str) -> str | None:
+        """A text the task's metadata records; a value of another type, shown as text (it
+        then matches nothing it is compared with, and is named there)."""
+        value = self.metadata.get(key)
+        return value if value is None or isinstance(value, str) else repr(value)
+
     @property
     def premise_sha256(self) -> str | None:
-        return self.metadata.get("premise_sha256")
+        return self._text("premise_sha256")
 
     @property
     def domain_premise(self) -> str | None:
-        return self.metadata.get("domain_premise")
+        return self._text("domain_premise")
 
     @property
     def data_files(self) -> dict[str, str] | None:
         files = self.metadata.get("data_files")
-        return dict(files) if isinstance(files, Mapping) else None
+        if not isinstance(files, Mapping):
+            return None
+        return {str(k): v if isinstance(v, str) else repr(v) for k, v in files.items()}
 
     @property
     def plugin_version(self) -> str | None:
-        return self.metadata.get("dcpmi_version")
+        return self._text("dcpmi_version")
 
     @property
     def partial(self) -> bool:

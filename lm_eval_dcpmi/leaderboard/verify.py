@@ -173,6 +173,15 @@ def verify_task(
         return [*findings, Finding(results_where, f"cannot be built again here: {error}")]
     checked.split[task.name] = rebuilt.documents
     findings += data_findings(task, rebuilt, results_where)
+    premise = (rebuilt.task.config.metadata or {}).get("domain_premise")
+    if task.domain_premise is not None and task.domain_premise != premise:
+        findings.append(  # what exports show as the premise scored
+            Finding(
+                results_where,
+                f"records the domain premise {task.domain_premise!r}, but the task built here "
+                f"scores {premise!r}",
+            )
+        )
     findings += split_findings(submission, task, rebuilt, ids, results_where)
     findings += document_findings(samples, rebuilt, where)
     findings += hash_findings(submission, task, samples, rebuilt, results_where)

@@ -12,32 +12,26 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.json_files import RESULTS_FILE_FIX, parse_json
+from lm_eval_dcpmi.report.integrity import SamplesError, check_numbers, same_metrics
 from lm_eval_dcpmi.report.results import (
     METHODS,
     ReportError,
     RunResults,
     TaskRow,
-    number,
     per_document,
     run_from_dict,
 )
 from lm_eval_dcpmi.report.samples import (
     digest_mismatch,
     domain_contexts,
-    item_of,
     read_samples,
     samples_files,
     task_hash,
     task_layout,
 )
-from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks import premise_digest
 
 log = logging.getLogger(__name__)
-
-
-class SamplesError(ReportError):
-    """The samples files beside a DC-PMI results file are unreadable or do not match it."""
 
 
 def read_results_file(path: Path) -> RunResults:
@@ -53,7 +47,11 @@ def read_results_file(path: Path) -> RunResults:
     counts = data.get("n-samples", {})
     for row in run.rows:
         by_task = counts if isinstance(counts, Mapping) else {row.task: counts}
-        _check_numbers(row.task, data["results"][row.task], by_task, str(path))
+        if row.is_group:
+            by_task = {}  # lm-eval counts a group's documents in its tasks' entries
+        elif row.task not in by_task and by_task:
+            by_task = {row.task: None}  # other tasks counted, this one not
+        check_numbers(row.task, data["results"][row.task], by_task, str(path))
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])
     for row in run.rows:
         if row.task in run.samples_files:
@@ -62,63 +60,13 @@ def read_results_file(path: Path) -> RunResults:
                 samples = read_samples(samples_file)
             except ReportError as error:
                 raise SamplesError(str(error)) from None
-            _same_metrics(samples, samples_file)
+            same_metrics(samples, samples_file)
             # doc ids that are indices first: the per-document values are put in their order
             _index_doc_ids(samples, f"{samples_file} ({row.task}, beside {path})")
             row.per_doc = per_document(samples) or None
             _same_documents(row, samples_file, path)
             _same_run(row, samples, samples_file, path, data)
     return run
-
-
-def _check_numbers(
-    task: str, entry: Mapping[str, Any], n_samples: Mapping[str, Any], where: str
-) -> None:
-    """Each value of the metric table is a number (NaN: not computed), and the task's
-    document counts, where recorded, are whole numbers: else a cell would be left blank."""
-    wrong = [(f"{task}'s {k}", v, "a number") for k, v in entry.items() if not _number_of(k, v)]
-    counts = n_samples.get(task, {})
-    if not isinstance(counts, Mapping):
-        wrong.append((f"n-samples {task}", counts, "its counts"))
-    for key in ("effective", "original") if isinstance(counts, Mapping) else ():
-        value = counts.get(key, 0)
-        if isinstance(value, bool) or not (number(value) >= 0 and number(value).is_integer()):
-            wrong.append((f"n-samples {task} {key}", value, "a count"))
-    for what, value, kind in wrong[:1]:
-        text = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        raise ReportError(
-            f"{where}: {what} is {text}, not {kind}; the results file is damaged or edited "
-            "(dcpmi verify says more)"
-        )
-
-
-def _number_of(key: Any, value: Any) -> bool:
-    """Whether ``value`` is a number, or ``key`` names no value of the metric table."""
-    name = str(key).partition(",")[0]
-    if name.endswith("_stderr") or scoring.metric_named(name) is None:
-        return True
-    if isinstance(value, str):
-        return not math.isnan(number(value)) or value.lower() == "nan"
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _same_metrics(samples: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Every line logs the same per-document metrics (lm-eval logs every metric of the
-    task on every line), each corpus rule's item as long as the others' (the rule decides
-    them together): else a metric would be left out, or the rule fail."""
-    logged = [{str(k) for k in s if scoring.metric_named(str(k))} for s in samples]
-    every = set().union(*logged)
-    items = [m for m in every if (row := scoring.metric_named(m)) and row.corpus]
-    sizes = {m: len(item_of(samples[0][m])) for m in items}
-    for number_, (sample, names) in enumerate(zip(samples, logged, strict=True), start=1):
-        odd = sorted(every - names)[:1] or [m for m in items if len(item_of(sample[m])) != sizes[m]]
-        if odd:
-            how = "logs no" if odd[0] not in names else "logs an item of another size for"
-            raise SamplesError(
-                f"{path}: doc {sample.get('doc_id')!r} (sample {number_}) {how} {odd[0]}, "
-                "unlike the other documents; the samples file was edited or is not "
-                "lm-eval's. Use the samples files of the run as written."
-            )
 
 
 def _same_documents(row: TaskRow, samples_file: Path, results_file: Path) -> None:
@@ -157,12 +105,12 @@ def _same_run(
     where = f"{samples_file} ({row.task}, beside {results_file})"
     scored = [s for s in samples if s.get("filter", "none") == "none"]
     _doc_ids(row, scored, where, data)
-    for method in METHODS:
+    for method in (*METHODS, *row.extra):
         values = (row.per_doc or {}).get(method)
-        if not values or method not in row.scores:
+        if not values or method not in {**row.scores, **row.extra}:
             continue
         mean = sum(values) / len(values)  # lm-eval's `mean` aggregation
-        reported = row.scores[method]
+        reported = {**row.scores, **row.extra}[method]
         if not (mean == reported or (math.isnan(mean) and math.isnan(reported))):
             right = sum(1 for v in values if v == 1.0)
             raise SamplesError(

@@ -118,9 +118,20 @@ def shape_problem(sample: Mapping[str, Any]) -> str | None:
                 )
         elif not _numeric(value):
             return f"its {key} {_shown(value)} is not a number"
-        elif not (math.isnan(number(value)) or row.kind == "measure" or number(value) >= 0):
-            return f"its {key} {_shown(value)} is below 0"
+        elif not _in_range(row, number(value)):
+            what = {"accuracy": "0 or 1", "count": "a count"}.get(row.kind, "0 or more")
+            return f"its {key} {_shown(value)} is not {what}"
     return None
+
+
+def _in_range(row: scoring.Metric, value: float) -> bool:
+    """A document's value of ``row``: an accuracy's 0 or 1, a count, a measure's 0 or more
+    (NaN: not computed)."""
+    if math.isnan(value):
+        return True
+    if row.kind == "accuracy":
+        return value in (0.0, 1.0)
+    return value >= 0 and (row.kind != "count" or value.is_integer())
 
 
 def _shown(value: Any) -> str:
