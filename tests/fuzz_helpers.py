@@ -280,8 +280,14 @@ def optional_claim(key: tuple) -> bool:
 
 
 def _claimed(value: Any) -> Any:
+    """A number as a float; anything else as JSON text, its numbers as floats (a BC item's
+    gold index 1 is 1.0)."""
     as_number = number(value)
-    return as_number if as_number is not None else json.dumps(value, default=str)
+    if as_number is not None:
+        return as_number
+    if isinstance(value, list) and all(number(x) is not None for x in value):
+        value = [number(x) for x in value]
+    return json.dumps(value, default=str)
 
 
 def results_claims(folder: Path) -> dict[tuple, Any]:
@@ -296,8 +302,10 @@ def results_claims(folder: Path) -> dict[tuple, Any]:
     return found
 
 
-# The report's CSV columns that are names, not numbers.
+# The report's CSV columns that are names, not numbers; and the split's size, which the
+# report shows as the results file records it (only the data can tell it: dcpmi verify).
 CSV_NAMES = {"model", "task", "best", "study", "statistic", "method", "quartile", "limit"}
+AS_RECORDED = {"n_total"}
 
 
 def report_numbers(out: Path) -> dict[tuple, Any]:
@@ -307,7 +315,7 @@ def report_numbers(out: Path) -> dict[tuple, Any]:
         rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
         for i, row in enumerate(rows):
             for column, cell in row.items():
-                if column not in CSV_NAMES:
+                if column not in CSV_NAMES | AS_RECORDED:
                     found[(path.name, i, column)] = cell
     return found
 

@@ -103,7 +103,7 @@ KNOWN: list[tuple[str, Callable[[Check, str], bool]]] = [
         lambda check, case: (
             check.command == "merge"
             and ("n-samples" in case or "'shard'" in case)
-            and any("MemoryError" in p for p in check.problems)
+            and any("MemoryError" in p or "OverflowError" in p for p in check.problems)
         ),
     ),
     (

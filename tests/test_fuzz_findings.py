@@ -144,6 +144,14 @@ def test_a_gzip_file_broken_inside_is_refused_in_one_line(tmp_path, capsys):
             "n-samples dcpmi_cb is None, not its counts (original, effective)",
         ),
         (
+            lambda d: d["n-samples"]["dcpmi_cb"].pop("original"),
+            "n-samples dcpmi_cb original is None, not a count",
+        ),
+        (
+            lambda d: d["n-samples"]["dcpmi_cb"].update(original=55),
+            "n-samples dcpmi_cb effective is 56, not within original",
+        ),
+        (
             lambda d: d["n-samples"].update(dcpmi_cb=-2305843009213693953),
             "n-samples dcpmi_cb is -2305843009213693953, not its counts",
         ),
@@ -251,6 +259,14 @@ def _metadata(key: str, value: object) -> Callable[[dict], None]:
         (
             _metadata("dcpmi_version", ["0.1.0"]),  # was TypeError: unhashable type: 'list'
             None,
+        ),
+        (
+            lambda data: data.update(system_instruction=[None]),  # was AttributeError
+            "cannot be built again here: its system_instruction is [None], not text",
+        ),
+        (
+            lambda data: data["results"][SHARDED_TASK].pop("acc_avg_stderr,none"),
+            "(dcpmi_cb, acc_avg): reports no standard error (lm-eval writes one)",
         ),
     ],
 )
@@ -390,6 +406,14 @@ def test_merge_refuses_a_model_identity_without_its_source(shard_runs, tmp_path,
     edit_results(shards[1], lambda data: data["dcpmi"]["model"].pop("how"))  # was TypeError
     err = refused(capsys, "merge", *shards, "--out", tmp_path / "out")
     assert "dcpmi.model records no 'how', which every results file of the plugin records" in err
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_task_config_whose_metadata_is_no_object(shard_runs, tmp_path, capsys):
+    shards = _shards(shard_runs, tmp_path)
+    edit_results(shards[1], lambda data: data["configs"][SHARDED_TASK].update(metadata=1e308))
+    err = refused(capsys, "merge", *shards, "--out", tmp_path / "out")  # was TypeError
+    assert "holds no DC-PMI task (tasks: dcpmi_cb)" in err
 
 
 @pytest.mark.slow

@@ -200,7 +200,8 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
         measures, measures_stderr = _reported(entry, "measure")
         is_group = name in subtasks and bool(subtasks.get(name))
         config = configs.get(name) if isinstance(configs.get(name), dict) else {}
-        if not values or (not is_group and "domain_premise" not in (config.get("metadata") or {})):
+        metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        if not values or (not is_group and "domain_premise" not in metadata):
             continue  # not a DC-PMI task (lm-eval's own tasks beside them are not ours)
         counts = n_samples.get(name) if isinstance(n_samples.get(name), dict) else {}
         version = versions.get(name)

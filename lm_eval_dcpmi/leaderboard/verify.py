@@ -253,6 +253,9 @@ def _against_results(
         found.append(
             Finding(where, f"reports {reported!r}; the logged loglikelihoods give {mean!r}")
         )
+    entry = submission.data["results"].get(task.name) or {}
+    if f"{metric}_stderr,none" not in entry and not math.isnan(stderr):
+        found.append(Finding(where, "reports no standard error (lm-eval writes one)"))
     reported_stderr = errors.get(metric)
     if (
         reported_stderr is not None

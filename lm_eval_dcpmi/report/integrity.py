@@ -3,7 +3,8 @@
 every value of the metric table a number (``check_numbers``: a count whole, a measure 0 or
 more), every task's document counts whole numbers, and every samples line logging the
 same per-document metrics, each corpus rule's item as long as the others'
-(``same_metrics``). What does not hold is a ``ReportError`` naming the file."""
+(``same_metrics``). What does not hold is a ``ReportError`` naming the file. The split's size
+(``n-samples`` original) is shown as recorded: only the data can tell it (``dcpmi verify``)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,13 @@ def check_numbers(
     counts = n_samples.get(task, {})
     if not isinstance(counts, Mapping):
         wrong.append((f"n-samples {task}", counts, "its counts (original, effective)"))
-    for key in ("effective", "original") if isinstance(counts, Mapping) else ():
-        value = counts.get(key, 0)
+    for key in ("effective", "original") if isinstance(counts, Mapping) and counts else ():
+        value = counts.get(key)
         if isinstance(value, bool) or not (number(value) >= 0 and number(value).is_integer()):
             wrong.append((f"n-samples {task} {key}", value, "a count"))
+    if isinstance(counts, Mapping) and counts and not wrong:
+        if number(counts["effective"]) > number(counts["original"]):
+            wrong.append((f"n-samples {task} effective", counts["effective"], "within original"))
     for what, value, kind in wrong[:1]:
         text = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         raise ReportError(
