@@ -318,6 +318,8 @@ class Answers:
 
     ``on_answer(index, answer)`` runs for every request as soon as its pair's last target
     is scored (the cache hook of ``--use_cache`` stores answers as they are computed).
+    ``total``: a pair's log-likelihood from its tokens' log-probabilities in token order
+    (``PrefixHFLM`` sums them as HFLM does, in their own dtype).
     """
 
     def __init__(
@@ -325,12 +327,14 @@ class Answers:
         n_requests: int,
         pairs: dict[Pair, list[int]],
         on_answer: Callable[[int, Answer], None],
+        total: Callable[[list[float]], float] = sum,
     ) -> None:
         self._answers: list[Answer | None] = [None] * n_requests
         self._on_answer = on_answer
+        self._total = total
         self._requests = list(pairs.values())
         self._remaining = [len(continuation) for _context, continuation in pairs]
-        self._sums = [0.0] * len(pairs)
+        self._values: list[list[float]] = [[] for _ in pairs]
         self._greedy = [True] * len(pairs)
 
     def put(self, index: int, answer: Answer) -> None:
@@ -339,11 +343,12 @@ class Answers:
 
     def score(self, pair: int, logprob: float, greedy: bool) -> None:
         """One scored token of pair ``pair``."""
-        self._sums[pair] += logprob
+        self._values[pair].append(logprob)
         self._greedy[pair] = self._greedy[pair] and greedy
         self._remaining[pair] -= 1
         if self._remaining[pair] == 0:
-            answer = (self._sums[pair], self._greedy[pair])
+            answer = (self._total(self._values[pair]), self._greedy[pair])
+            self._values[pair] = []
             for index in self._requests[pair]:
                 self._answers[index] = answer
                 self._on_answer(index, answer)
