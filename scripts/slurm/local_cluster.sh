@@ -18,6 +18,7 @@
 # (default: half of it; the tests' jobs ask for theirs with --mem), so that jobs run side by
 # side, one per core, rather than one at a time.
 set -euo pipefail
+PATH=$PATH:/usr/sbin:/sbin  # slurmctld, slurmd and munged live there; a CI's PATH may lack it
 
 state=${DCPMI_SLURM_DIR:-/tmp/dcpmi-slurm}
 ctld_port=${DCPMI_SLURM_PORT:-6917}
