@@ -55,7 +55,7 @@ scripts/setup-vllm.sh
 .venv-vllm/bin/python -m pytest -q -m vllm tests/test_vllm.py "$@"
 
 # SLURM: the job files of scripts/slurm/ submitted to a real one-node cluster, with its
-# faults (tests/test_slurm.py, marked `slurm`; ~2 min on 2 idle cores). The cluster comes
+# faults (tests/test_slurm.py, marked `slurm`; ~2.5 min on 2 idle cores). The cluster comes
 # from the OS packages (slurm-wlm, munge), so only as root where apt-get works; it has the
 # machine to itself (one job per core, after the other tests) and is stopped afterwards,
 # however the tests end.

@@ -16,8 +16,9 @@ While it runs, the scheduler does what schedulers do:
   of SLURM's 2-minute wait), and scores again from the start;
 * shard 1 runs a second time once it is whole (requeued after it ended);
 * merges started by hand before every shard is whole refuse, unless ``--allow-partial``;
-* shard 2 is submitted again (``submit.sh 2``, as docs/harness.md says) and its merge job
-  merges, verifies and writes the report.
+* shard 2 is submitted again at once (``submit.sh 2``, as docs/harness.md says), while
+  the others still score, and its merge job, which waits for them too, merges, verifies
+  and writes the report.
 
 Then the merged run is the unsharded one within the tolerance docs/harness.md states for the
 default batch size (``LL_TOLERANCE``, ``PROBABILITY_TOLERANCE``).
@@ -53,7 +54,7 @@ SHARDS = 3
 LL_TOLERANCE = 1e-4
 PROBABILITY_TOLERANCE = 2e-4
 CONTINUOUS = ("pma", "pma_domain")  # the metrics that are probabilities, not picks or counts
-WAIT_S = 900  # the longest any step may take on a loaded machine; 2 idle cores: ~2 min in all
+WAIT_S = 900  # the longest any step may take on a loaded machine (the whole run: see the docs)
 JOB_MEMORY = "--mem=2500M"
 
 
