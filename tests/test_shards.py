@@ -60,6 +60,149 @@ def test_a_shard_is_not_combined_with_limit_samples_or_quick_nor_emptier_than_on
         shard_samples({"a": 5, "b": 3}, Shard(4, 4))
 
 
+# ------------------------------------------------------------------ K and N from the scheduler
+
+
+def slurm_array(task: int, first: int, last: int, count: int, step: int = 1) -> dict[str, str]:
+    """A SLURM array task's environment, as sbatch sets it (measured on slurm 22.05: a list
+    such as --array=3,5 has a step of 1)."""
+    values = {"ID": task, "MIN": first, "MAX": last, "COUNT": count, "STEP": step}
+    return {
+        "SLURM_JOB_ID": "41",
+        **{f"SLURM_ARRAY_TASK_{name}": str(value) for name, value in values.items()},
+    }
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("value", "environ", "shard"),
+    [
+        ("slurm", slurm_array(3, 1, 8, 8), Shard(3, 8)),
+        ("SLURM", slurm_array(1, 1, 1, 1), Shard(1, 1)),
+        ("slurm/8", slurm_array(3, 1, 8, 8), Shard(3, 8)),
+        ("slurm/8", slurm_array(3, 3, 3, 1), Shard(3, 8)),  # shard 3 submitted again
+        ("slurm/8", slurm_array(5, 2, 5, 2), Shard(5, 8)),  # --array=2,5
+        ("kubernetes/4", {"JOB_COMPLETION_INDEX": "0"}, Shard(1, 4)),
+        ("k8s/4", {"JOB_COMPLETION_INDEX": "3"}, Shard(4, 4)),
+    ],
+)
+def test_the_scheduler_gives_k_and_n(value, environ, shard):
+    assert parse_shard(value, environ=environ) == shard
+
+
+@pytest.mark.fast
+def test_a_scheduler_shard_says_where_k_came_from():
+    shard = parse_shard("slurm", environ=slurm_array(3, 1, 8, 8))
+    assert shard.source == "SLURM_ARRAY_TASK_ID=3 of the array 1-8 (8 tasks)"
+    shard = parse_shard("kubernetes/4", environ={"JOB_COMPLETION_INDEX": "2"})
+    assert (str(shard), shard.source) == ("3/4", "JOB_COMPLETION_INDEX=2")
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("value", "environ", "message"),
+    [
+        (
+            "slurm",
+            {},
+            "--shard slurm: SLURM_ARRAY_TASK_ID is not set (not a task of a SLURM array job); "
+            "submit it with sbatch --array=1-N, or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            {"SLURM_JOB_ID": "7"},
+            "--shard slurm: SLURM_ARRAY_TASK_ID is not set (a SLURM job, but not a task of an "
+            "array job); submit it with sbatch --array=1-N, or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            {k: v for k, v in slurm_array(1, 1, 8, 8).items() if not k.endswith("COUNT")},
+            "--shard slurm: SLURM_ARRAY_TASK_COUNT is not set; run it as a task of an array "
+            "job (sbatch --array=1-N), or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            slurm_array(3, 1, 7, 4, step=2),  # --array=1-8:2
+            "--shard slurm: the array 1-7:2 (4 tasks) has a step of 2, so the shards between "
+            "its tasks would never run; submit --array=1-N.",
+        ),
+        (
+            "slurm",
+            slurm_array(0, 0, 7, 8),  # --array=0-7
+            "--shard slurm: the array 0-7 (8 tasks) does not start at 1; shards are 1..N: "
+            "submit --array=1-N (or give N for some of them only: --shard slurm/N).",
+        ),
+        (
+            "slurm",
+            slurm_array(4, 1, 4, 3),  # --array=1,2,4
+            "--shard slurm: the array 1-4 (3 tasks) holds 3 tasks but goes up to 4, so its "
+            "count differs from N; submit --array=1-N (or give N: --shard slurm/N).",
+        ),
+        (
+            "slurm/8",
+            slurm_array(9, 1, 9, 9),  # --array=1-9 for 8 shards
+            "--shard slurm/8: the array 1-9 (9 tasks) holds indices outside the shards 1-8; "
+            "submit --array=1-8, or only the shards to run again (e.g. --array=3).",
+        ),
+        (
+            "slurm/8",
+            slurm_array(0, 0, 7, 8),
+            "--shard slurm/8: the array 0-7 (8 tasks) holds indices outside the shards 1-8; "
+            "submit --array=1-8, or only the shards to run again (e.g. --array=3).",
+        ),
+        (
+            "slurm/0",
+            slurm_array(1, 1, 1, 1),
+            "--shard slurm/0: N must be a whole number of shards, 1 or more (e.g. --shard "
+            "slurm/8).",
+        ),
+        (
+            "kubernetes",
+            {"JOB_COMPLETION_INDEX": "0"},
+            "--shard kubernetes: give N too, the Job's completions (e.g. --shard "
+            "kubernetes/8): a pod of an Indexed Job knows only its own JOB_COMPLETION_INDEX.",
+        ),
+        (
+            "kubernetes/4",
+            {},
+            "--shard kubernetes/4: JOB_COMPLETION_INDEX is not set (not a pod of an Indexed "
+            "Job); run it in a Job with completionMode: Indexed and completions: 4, or give "
+            "--shard K/N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "4"},
+            "--shard k8s/4: JOB_COMPLETION_INDEX is 4, but 4 shards are indices 0-3; give "
+            "the Job's completions as N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "-1"},
+            "--shard k8s/4: JOB_COMPLETION_INDEX is '-1', not a whole number (not a pod of "
+            "an Indexed Job); run it in a Job with completionMode: Indexed and completions: "
+            "4, or give --shard K/N.",
+        ),
+    ],
+)
+def test_scheduler_variables_missing_or_unfit_are_refused_in_one_line(value, environ, message):
+    with pytest.raises(DCPMIError) as refused:
+        parse_shard(value, environ=environ)
+    assert str(refused.value) == message
+
+
+@pytest.mark.fast
+def test_dcpmi_run_refuses_shard_slurm_outside_an_array_job_in_one_line(capsys, monkeypatch):
+    for name in [*os.environ]:
+        if name.startswith("SLURM_"):
+            monkeypatch.delenv(name)
+    status = cli.main(["run", "--model", "dummy", "--tasks", "dcpmi_cb", "--shard", "slurm"])
+    assert (status, capsys.readouterr().err) == (
+        2,
+        "dcpmi: --shard slurm: SLURM_ARRAY_TASK_ID is not set (not a task of a SLURM array "
+        "job); submit it with sbatch --array=1-N, or give --shard K/N.\n",
+    )
+
+
 # ------------------------------------------------------------------ merging real shards
 
 

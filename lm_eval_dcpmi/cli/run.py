@@ -33,6 +33,10 @@ to lm-eval (see `lm_eval run --help`), except:
       document K-1 (as lm-eval deals documents to its ranks), e.g. one SLURM array job
       each; `dcpmi merge SHARDS... --out DIR` joins the N runs into one. Not with --limit,
       --samples or --quick.
+  --shard slurm   K and N from the SLURM array job (sbatch --array=1-N); slurm/N: N
+      given, and the array any of the shards 1..N (e.g. --array=3 to run shard 3 again);
+      kubernetes/N: K from an Indexed Job's JOB_COMPLETION_INDEX (0-based) of N
+      completions. Refused in one line when the variables are missing or do not fit.
   --tasks list   list the plugin's groups, tags and tasks (as `dcpmi tasks`).
 
 The tasks (configs, data, every document) are checked before the model loads; errors in

@@ -81,6 +81,8 @@ def run(forwarded: Sequence[str]) -> int:
     model_id, forwarded = split_model_id(forwarded)
     quick, forwarded = quick_look.split_quick(forwarded)
     shard, forwarded = shards.split_shard(forwarded)
+    if shard is not None and shard.source:  # the job's log says which shard it scored
+        print(f"dcpmi: --shard: shard {shard} ({shard.source})", file=sys.stderr)
     if lm_eval_options.read(["run", *forwarded]).tasks == ["list"]:  # lm-eval's old habit
         from lm_eval_dcpmi.cli import tasks as task_list
 
