@@ -22,9 +22,10 @@ def sample_requests(args: Any) -> dict[str, Any]:
         return _synthetic(args.race, args.hellaswag)
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_dcpmi import task_configs_dir
+    from lm_eval_dcpmi import embedded, task_configs_dir
 
-    manager = TaskManager(include_path=str(task_configs_dir()))
+    # The embedded tokenizer (every model here has it) tells the tasks how to count tokens.
+    manager = TaskManager(include_path=str(task_configs_dir()), metadata=embedded.model_args())
     counts = {"dcpmi_race_h": args.race, "dcpmi_hellaswag": args.hellaswag}
     loaded = manager.load_task_or_group(list(counts))
     pairs: list[list[str]] = []

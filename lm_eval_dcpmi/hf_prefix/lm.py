@@ -15,9 +15,10 @@ once, on top of its parent's key/value cache, in passes planned by ``schedule``:
 3. a pass over nodes with children keeps its cache until their subtrees are done.
 
 The caches alive at once are bounded by a cache budget (model argument
-``prefix_cache_mb``; by default what ``hf``'s largest call holds in logits, see
-``schedule``); a node whose cache does not fit is forwarded again in front of
-each child instead, so a small budget costs speed, never exactness.
+``prefix_cache_mb``; by default half of what ``hf``'s largest call holds, so that the
+peak stays within 1.5 times ``hf``'s, see ``schedule``); a node whose cache does not
+fit is forwarded again in front of each child instead, so a small budget costs speed,
+never exactness.
 
 The loglikelihoods and ``is_greedy`` flags are those of ``hf`` up to floating-point
 rounding (the same logits, computed in different matrix shapes). Requests that
