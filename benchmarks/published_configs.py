@@ -33,6 +33,8 @@ _LLAMA_3_2_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers
 # Gemma 3 1B: five sliding layers (a 512-token window) to one full, 26 layers.
 _GEMMA_LAYERS = (["sliding_attention"] * 5 + ["full_attention"]) * 4 + ["sliding_attention"] * 2
 
+# The embedded tokenizer's ids run to 49,152: only vocabularies at least that large
+# (Mistral's 32,768 and Phi-3's 32,064 are not).
 CONFIGS: dict[str, Spec] = {
     "qwen2.5-0.5b": Spec("qwen2", dict(
         hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
@@ -46,6 +48,10 @@ CONFIGS: dict[str, Spec] = {
         layer_types=_GEMMA_LAYERS, query_pre_attn_scalar=256, rope_theta=1e6,
         rope_local_base_freq=10000.0, max_position_embeddings=32768, rms_norm_eps=1e-6),
         "google/gemma-3-1b-pt"),
+    "olmo-2-1b": Spec("olmo2", dict(
+        hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=16,
+        num_key_value_heads=16, vocab_size=100352, rope_theta=500000.0, rms_norm_eps=1e-6,
+        max_position_embeddings=4096, tie_word_embeddings=False), "allenai/OLMo-2-0425-1B"),
     "qwen3-1.7b": Spec("qwen3", dict(
         hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
         num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True,
@@ -56,11 +62,6 @@ CONFIGS: dict[str, Spec] = {
     # bf16 against bf16 and against the same weights in fp32.
     "llama-3.2-1b-bf16": Spec("llama", _LLAMA_3_2_1B, "meta-llama/Llama-3.2-1B",
                               dtype="bfloat16", compare_fp32=True),  # fmt: skip
-    "mistral-7b-v0.3": Spec("mistral", dict(
-        hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
-        num_key_value_heads=8, head_dim=128, vocab_size=32768, sliding_window=None,
-        rope_theta=1e6, rms_norm_eps=1e-5, max_position_embeddings=32768),
-        "mistralai/Mistral-7B-v0.3", dtype="bfloat16"),
     "llama-3.1-8b": Spec("llama", dict(
         _LLAMA_3_2_1B, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
         head_dim=128, tie_word_embeddings=False, rope_scaling={**_LLAMA3_ROPE, "factor": 8.0}),
