@@ -19,6 +19,7 @@ from lm_eval_dcpmi.report.results import (
     TaskRow,
     per_document,
     run_from_dict,
+    unmeasured,
 )
 from lm_eval_dcpmi.report.samples import (
     digest_mismatch,
@@ -56,6 +57,7 @@ def read_results_file(path: Path) -> RunResults:
             # doc ids that are indices first: the per-document values are put in their order
             _index_doc_ids(samples, f"{samples_file} ({row.task}, beside {path})")
             row.per_doc = per_document(samples) or None
+            row.unmeasured = unmeasured(samples)
             _same_documents(row, samples_file, path)
             _same_run(row, samples, samples_file, path, data)
     return run
