@@ -108,12 +108,16 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+# What no single file's name holds: the path separators (POSIX's, Windows') and NUL.
+NOT_IN_A_NAME = ("/", "\\", "\0")
+
+
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot be (part of) one file's name in a folder, or None: a path
     separator or NUL in it, or a folder's own name (``.``, ``..``) or none at all."""
     if name in ("", ".", ".."):
         return f"{name!r} is no file's name" if name else "it is empty"
-    bad = next((c for c in ("/", "\\", "\0") if c in name), None)
+    bad = next((c for c in NOT_IN_A_NAME if c in name), None)
     return None if bad is None else f"it holds {bad!r}"
 
 
