@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import ROOT, read_only_file_system
 
 from lm_eval_dcpmi import __version__, cli, embedded, task_configs_dir
 from lm_eval_dcpmi.errors import DCPMIError
@@ -425,6 +425,55 @@ def test_a_task_of_ones_own_names_its_dataset(tmp_path, capsys):
     assert (benchmark.task_id, benchmark.split) == ("hard", "validation")
     with pytest.raises(DCPMIError, match="expected TASK=HUB_ID"):
         parse_dataset_option("quiz_dcpmi=quiz")
+
+
+def _renamed(results: Path, old: str, new: str) -> None:
+    """``results`` with its task ``old`` named ``new`` everywhere the file names it (and
+    ``group_subtasks`` listing groups only, as lm-eval writes it)."""
+    data = json.loads(results.read_text())
+    for key in ("results", "configs", "versions", "n-samples"):
+        data[key][new] = data[key].pop(old)
+    data["group_subtasks"] = {
+        group: [new if t == old else t for t in members]
+        for group, members in data["group_subtasks"].items()
+        if members
+    }
+    results.write_text(json.dumps(data))
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", ["my/quiz_dcpmi", "../../../../etc/passwd", "dcpmi\x00copa"])
+def test_a_task_name_that_is_a_path_is_refused_in_one_line_by_every_command(tmp_path, capsys, name):
+    results = hand_made(tmp_path)
+    _renamed(results, "dcpmi_copa", name)
+    out = tmp_path / "deep" / "out"
+    bad = repr(next(c for c in ("/", "\0") if c in name))
+    why = (
+        f"{results}: the task name {name!r} cannot name a file (it holds {bad}); no run of "
+        "lm-eval writes such a name: the file is edited or forged (name it with letters, "
+        "digits, '_', '-' and '.').\n"
+    )
+    for command, prefix in (("export", "dcpmi export: "), ("verify", "dcpmi verify: "),
+                            ("report", "dcpmi report: error: ")):  # fmt: skip
+        args = [command, str(results), *(["--format", "hf"] if command == "export" else [])]
+        status = cli.main([*args, "--out", str(out)] if command != "verify" else args)
+        assert (status, capsys.readouterr().err) == (2, prefix + why), command
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["results_" + STAMP + ".json", "run"]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("form", ["eee", "hf", "model-index"])
+def test_export_to_a_read_only_out_is_one_line(tmp_path, capsys, monkeypatch, form):
+    results = hand_made(tmp_path)
+    out = tmp_path / "mounted" / "out"
+    read_only_file_system(monkeypatch, tmp_path / "mounted")
+    status, written, err = export(capsys, str(results), "--format", form, "--out", str(out))
+    assert (status, written) == (2, "")
+    assert err == (
+        f"dcpmi export: {out}: cannot be created (Read-only file system); give a folder "
+        "that can be written (nothing was written)\n"
+    )
+    assert list((tmp_path / "mounted").iterdir()) == []
 
 
 # ------------------------------------------------------------------ on a real run

@@ -14,10 +14,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers import SHARDED_TASK
+from helpers import SHARDED_TASK, read_only_file_system
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard.shard_bounds import check_documents_once, recorded_shard
 from lm_eval_dcpmi.tasks.shards import Shard, parse_shard, refuse_with, shard_samples, split_shard
 
 # ------------------------------------------------------------------ the shares
@@ -200,6 +201,44 @@ def test_dcpmi_run_refuses_shard_slurm_outside_an_array_job_in_one_line(capsys, 
         2,
         "dcpmi: --shard slurm: SLURM_ARRAY_TASK_ID is not set (not a task of a SLURM array "
         "job); submit it with sbatch --array=1-N, or give --shard K/N.\n",
+    )
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("recorded", "shown"),
+    [
+        ({"index": 3, "count": 2}, "3/2"),
+        ({"index": 0, "count": 0}, "0/0"),
+        ({"index": 1, "count": 0}, "1/0"),
+        ({"index": -1, "count": 2}, "-1/2"),
+        ({"index": "1", "count": 2}, "'1'/2"),
+        ({"index": True, "count": 2}, "True/2"),
+        ({"index": 1.0, "count": 2}, "1.0/2"),
+    ],
+)
+def test_a_recorded_shard_that_is_not_k_of_n_is_refused(recorded, shown):
+    with pytest.raises(DCPMIError) as refused:
+        recorded_shard(Path("r.json"), recorded)
+    assert str(refused.value) == (
+        f"r.json: records shard {shown} (dcpmi.shard), not K/N with 1 <= K <= N; no run of "
+        "dcpmi run --shard writes it; the file is edited or forged."
+    )
+    assert recorded_shard(Path("r.json"), {"index": 2, "count": 3}) == Shard(2, 3)
+    with pytest.raises(DCPMIError, match="r.json: not a shard .its results record no dcpmi"):
+        recorded_shard(Path("r.json"), None)
+
+
+@pytest.mark.fast
+def test_a_document_in_two_shards_is_refused():
+    shares = [("shard 1/2 (a)", [{"doc_id": 0}, {"doc_id": 2}]), ("shard 2/2 (b)", [{"doc_id": 1}])]
+    check_documents_once("dcpmi_cb", shares)  # each once: nothing to say
+    shares.append(("shard 3/3 (c)", [{"doc_id": 4}, {"doc_id": 2}]))
+    with pytest.raises(DCPMIError) as refused:
+        check_documents_once("dcpmi_cb", shares)
+    assert str(refused.value) == (
+        "shard 3/3 (c) and shard 1/2 (a) both hold document 2 of dcpmi_cb: the shards "
+        "overlap; give each shard of one run once."
     )
 
 
@@ -409,3 +448,104 @@ def test_samples_of_a_share_log_their_documents_true_ids_in_every_release():
     )
     logged = [int(s["doc_id"]) for s in results["samples"][SHARDED_TASK]]
     assert logged == share
+
+
+# ------------------------------------------------------------------ what a shard's files record
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_forged_shard_beyond_n(shard_runs, tmp_path, capsys):
+    """Shard 1/3's samples less their first document are exactly what a shard 4/3 would
+    hold (documents 3, 6, ..., 54): given beside 1/3-3/3 it would count 18 documents
+    twice. --shard refuses 4/3, and so does merge, whatever the file records."""
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
+    forged = shutil.copytree(one, tmp_path / "4of3")
+    _edit_samples(forged, lambda lines: lines.pop(0))
+    _edit_results(forged, _set(("dcpmi", "shard", "index"), 4))
+    path, _data = _results(forged)
+    _refused(
+        capsys,
+        [one, two, three, forged],
+        tmp_path / "out",
+        f"dcpmi merge: {path}: records shard 4/3 (dcpmi.shard), not K/N with 1 <= K <= N; no "
+        "run of dcpmi run --shard writes it; the file is edited or forged.",
+    )
+
+
+@pytest.mark.slow
+def test_merge_bounds_every_count_a_shard_records_by_the_data(shard_runs, tmp_path, capsys):
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
+    path, saved = _results(one)
+    _edit_results(one, _set(("dcpmi", "shard"), {"index": 0, "count": 0}))  # range(0, n, 0)
+    _refused(capsys, [one, two, three], tmp_path / "a", f"{path}: records shard 0/0")
+    # N = 10^12 (a list of the missing shards would fill the memory): more than documents
+    _edit_results(one, _set(("dcpmi", "shard"), {"index": 1, "count": 10**12}))
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "b",
+        f"shard 1/{10**12} ({path}) ({SHARDED_TASK}): a shard of {10**12}, but the split has "
+        "56 documents, so some shards would hold none (dcpmi run --shard refuses that); no "
+        "run of dcpmi run --shard writes it; the file is edited or forged.",
+    )
+    # and the split size with it: the task built from the data has 56
+    _edit_results(one, _set(("n-samples", SHARDED_TASK, "original"), 10**12))
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "c",
+        f"({SHARDED_TASK}): records a split of {10**12} documents (n-samples.{SHARDED_TASK}."
+        f"original), but {SHARDED_TASK} built here from the data has 56; the shard is not of "
+        "this data (check --data_dir).",
+    )
+    path.write_text(json.dumps(saved))
+
+
+@pytest.mark.slow
+def test_merge_writes_nothing_outside_out(shard_runs, tmp_path, capsys, monkeypatch):
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
+    path, saved = _results(one)
+    before = sorted(tmp_path.rglob("*"))
+    # --out inside a shard's folder: that shard would hold a results file that is no shard
+    _refused(
+        capsys,
+        [one, two, three],
+        one / "merged",
+        f"dcpmi merge: --out {one / 'merged'}: inside the shard folder {one}, where the merged "
+        "results file would be read as a shard the next time; give a folder outside the "
+        "shards.",
+    )
+    # a model_name of '..': out/<model> would be out's parent
+    for folder in (one, two, three):
+        _edit_results(folder, _set(("model_name",), ".."))
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "out",
+        f"dcpmi merge: {path}: model_name '..' cannot name a file ('..' is no file's name)",
+    )
+    path.write_text(json.dumps(saved))
+    # a task name that climbs out of the folder
+    _edit_results(one, lambda data: data["results"].update(
+        {"dcpmi_cb/../../../evil": data["results"][SHARDED_TASK]}))  # fmt: skip
+    _edit_results(one, lambda data: data["configs"].update(
+        {"dcpmi_cb/../../../evil": data["configs"][SHARDED_TASK]}))  # fmt: skip
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "out",
+        f"dcpmi merge: {path}: the task name 'dcpmi_cb/../../../evil' cannot name a file (it "
+        "holds '/')",
+    )
+    path.write_text(json.dumps(saved))
+    assert sorted(tmp_path.rglob("*")) == before
+    # --out on a read-only file system
+    mounted = tmp_path / "mounted"
+    read_only_file_system(monkeypatch, mounted)
+    status, _out, err = merge(capsys, one, two, three, "--out", mounted)
+    model = _results(one)[1]["model_name_sanitized"]
+    assert (status, err) == (2, (
+        f"dcpmi merge: {mounted / model}: cannot be created (Read-only file system); give a "
+        "folder that can be written (nothing was written)\n"
+    ))  # fmt: skip
+    assert list(mounted.iterdir()) == []

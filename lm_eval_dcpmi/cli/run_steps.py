@@ -46,7 +46,7 @@ from lm_eval_dcpmi.cli.lm_eval_options import lm_eval_argv
 from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
 from lm_eval_dcpmi.harness import index
 from lm_eval_dcpmi.leaderboard.portable import after_run, split_model_id
-from lm_eval_dcpmi.tasks import quick_look, shards
+from lm_eval_dcpmi.tasks import quick_look, references, shards
 
 
 class Terminated(BaseException):
@@ -154,6 +154,9 @@ def check_tasks(
                 f"lm-eval could not load a task's dataset ({type(err).__name__}: {err}). "
                 + offline_fix()
             ) from None
+    if getattr(config, "log_samples", False):  # any task's, now: not after scoring it
+        for name in tasks:
+            references.check_task_name(name, str(index.entry_yaml(manager, name) or "its YAML"))
     sizes = {name: len(task.eval_docs) for name, task in tasks.items()}
     check_samples(config.samples, sizes)
     checked = CheckedRun(config, quick, shard)

@@ -175,9 +175,8 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         return answers.in_request_order()
 
     def hf_sum(self, values: list[float]) -> float:
-        """A continuation's log-likelihood as HFLM sums it: its tokens' log-probabilities,
-        in token order, summed by torch in their own dtype (in bf16 the total is rounded to
-        bf16 too: -240.3 becomes -240.0)."""
+        """A continuation's log-likelihood as HFLM sums it: its tokens' log-probabilities
+        summed by torch in their own dtype (in bf16, -240.3 becomes -240.0)."""
         return float(torch.tensor([values], dtype=self._logprob_dtype).sum())
 
     def _past_window(self, requests: Sequence[Request], setup: Setup) -> list[int]:

@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.json_files import checked_name
 from lm_eval_dcpmi.leaderboard.export_options import (
     EEE_SCHEMA_VERSION,
     ExportOptions,
@@ -293,7 +294,10 @@ def validate_eee(record: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
 def write_eee(submission: Submission, options: ExportOptions) -> list[Output]:
     name, record = eee_record(submission, options)
     model = submission.model.id or ""
-    folder = options.out / "data" / "dcpmi" / model.split("/")[0] / model.split("/")[1]
+    where = str(submission.path)
+    developer, model_name = (checked_name(part, where, "the model id's part")
+                             for part in model.split("/", 1))  # fmt: skip
+    folder = options.out / "data" / "dcpmi" / developer / model_name
     want_rows = options.instances
     if want_rows is None:
         want_rows = all(t.samples_file for t in tasks_of(submission)) and _has_loglikelihoods(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.json_files import checked_name
 from lm_eval_dcpmi.leaderboard.export_options import (
     ExportOptions,
     benchmark_of,
@@ -71,7 +72,8 @@ def write_hub(submission: Submission, options: ExportOptions) -> list[Output]:
     folder = options.out / ".eval_results"
     return [
         text_output(
-            folder / f"{task}.yaml", yaml.safe_dump(items, sort_keys=False, allow_unicode=True)
+            folder / f"{checked_name(task, str(submission.path), 'the task name')}.yaml",
+            yaml.safe_dump(items, sort_keys=False, allow_unicode=True),
         )
         for task, items in hub_entries(submission, options).items()
     ]

@@ -3,6 +3,8 @@
 Each shard is the ``--output_path`` of ``dcpmi run --shard K/N --log_samples`` (its results
 file records ``dcpmi.shard``). Before anything is written, the shards must be one run's:
 
+* K/N (1 <= K <= N) and each task's split size within what the data allows (the tasks
+  built here: ``shard_bounds``), no document in two shards, ``--out`` outside the shards;
 * the same N, each K once (two shard 2/4s overlap), none missing (unless
   ``--allow-partial``: the result is then marked partial, and says which are missing);
 * the same commit, model and its identity, lm-eval, transformers and plugin versions,
@@ -34,7 +36,8 @@ from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.harness.logged import logged_loglikelihood
-from lm_eval_dcpmi.json_files import read_json, write_json
+from lm_eval_dcpmi.json_files import checked_name, read_json, write_json
+from lm_eval_dcpmi.leaderboard import shard_bounds
 from lm_eval_dcpmi.leaderboard.identity import sanitized
 from lm_eval_dcpmi.leaderboard.recompute import (
     TokenCounts,
@@ -92,14 +95,7 @@ def _get(data: Any, keys: Sequence[str]) -> Any:
 
 def read_shard(path: Path) -> ShardRun:
     data = read_json(path)
-    recorded = _get(data, ("dcpmi", "shard"))
-    try:
-        shard = Shard(int(recorded["index"]), int(recorded["count"]))
-    except (KeyError, TypeError, ValueError):
-        raise DCPMIError(
-            f"{path}: not a shard (its results record no dcpmi.shard); dcpmi merge joins the "
-            "--output_path folders of `dcpmi run --shard K/N`."
-        ) from None
+    shard = shard_bounds.recorded_shard(path, _get(data, ("dcpmi", "shard")))
     return ShardRun(path, data, shard, read_submission(path))
 
 
@@ -242,6 +238,7 @@ def merge_task(name: str, parts: Sequence[ShardTask], submission: Submission) ->
                     + "; the shards are not one run's."
                 )
             _truncate(part.samples[0], keep)
+    shard_bounds.check_documents_once(name, [(str(p.run), p.samples) for p in parts])
     samples = sorted((s for p in parts for s in p.samples), key=lambda s: int(s["doc_id"]))
     counts = TokenCounts(submission, None)
     # each shard's values were checked; what differs now is CC under the run's one carrier
@@ -315,10 +312,20 @@ def group_results(
     return merged
 
 
-def merge(paths: Sequence[Path], out: Path, allow_partial: bool = False) -> list[Path]:
+def merge(
+    paths: Sequence[Path],
+    out: Path,
+    allow_partial: bool = False,
+    data_dir: str | None = None,
+    include_path: Sequence[str] = (),
+) -> list[Path]:
     """Merge the shards under ``paths`` into one results file and one samples file per task
-    under ``out/<model>/``, written all or nothing; returns the files written."""
+    under ``out/<model>/``, written all or nothing; returns the files written. The tasks
+    are built from the data (``data_dir``, ``include_path``) to bound what the shards
+    record (``shard_bounds``)."""
+    shard_bounds.check_out(out, paths)
     shards = sorted((read_shard(p) for p in results_files(paths)), key=lambda r: r.shard.index)
+    shard_bounds.check_split_sizes(shards, data_dir, include_path)
     missing = check_one_run(shards, allow_partial)
     first = shards[0]
     names = [n for n, t in first.submission.tasks.items() if not t.is_group]
@@ -357,10 +364,10 @@ def merge(paths: Sequence[Path], out: Path, allow_partial: bool = False) -> list
     data["date"] = max(_num(r.data.get("date")) for r in shards)
     seconds = [_num(r.data.get("total_evaluation_time_seconds")) for r in shards]
     data["total_evaluation_time_seconds"] = str(math.fsum(seconds))
-    return _write(out, data, samples_of)
+    return _write(out, data, samples_of, str(first.path))
 
 
-def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list[Any]]) -> list[Path]:
+def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list], where: str) -> list[Path]:
     if out.exists() and not out.is_dir():
         raise DCPMIError(f"--out {out}: a file, not a folder; give a folder to write into.")
     if out.is_dir() and any(out.rglob("results_*.json")):
@@ -369,11 +376,15 @@ def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list[Any]]) ->
             "never mixes its run with others)."
         )
     stamp = datetime.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-    folder = out / sanitized(str(data.get("model_name") or "model"))
+    model = checked_name(sanitized(str(data.get("model_name") or "model")), where, "model_name")
+    folder = out / model  # names read from the shards' files: each checked (one file's name)
     outputs = [
         Output(folder / f"results_{stamp}.json", lambda path: write_json(path, data)),
         *(
-            Output(folder / f"samples_{name}_{stamp}.jsonl", _samples_writer(samples))
+            Output(
+                folder / f"samples_{checked_name(name, where, 'the task name')}_{stamp}.jsonl",
+                _samples_writer(samples),
+            )
             for name, samples in samples_of.items()
         ),
     ]

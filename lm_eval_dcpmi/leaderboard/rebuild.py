@@ -97,25 +97,7 @@ def rebuild_task(
     counts tokens), ``data_dir`` (else ``$DCPMI_DATA_DIR``), and its requests for
     ``doc_ids`` (sorted split indices; None: every document). A ``DCPMIError`` when the
     task cannot be built here (not installed, no data)."""
-    from lm_eval_dcpmi.harness import index
-
-    folder = data_dir or os.environ.get("DCPMI_DATA_DIR")
-    metadata = {**metadata, **({"data_dir": str(Path(folder).resolve())} if folder else {})}
-    manager = _manager(json.dumps(metadata, sort_keys=True, default=str), tuple(include_path))
-    try:
-        task = index.load_tasks(manager, [name])[name]
-    except index.UnknownTask:
-        raise DCPMIError(
-            f"{name}: not a task installed here, so its documents and requests cannot be "
-            "built again; give the folder of its YAML with --include_path."
-        ) from None
-    except ValueError as error:  # lm-eval 0.4: "Tasks not found: ..."
-        if index.not_found(error) is None:
-            raise
-        raise DCPMIError(
-            f"{name}: not a task installed here, so its documents and requests cannot be "
-            "built again; give the folder of its YAML with --include_path."
-        ) from None
+    task = built_task(name, metadata, data_dir, include_path)
     documents = len(task.eval_docs)
     beyond = [i for i in doc_ids or () if not 0 <= i < documents]
     if beyond:
@@ -135,3 +117,30 @@ def rebuild_task(
         by_id[doc_id] = RebuiltDocument(doc_id, doc, target, arguments, gold, choices)
     files = (task.config.metadata or {}).get("data_files") or {}
     return RebuiltTask(name, documents, dict(files), by_id, task)
+
+
+def built_task(
+    name: str, metadata: dict[str, Any], data_dir: str | None, include_path: Sequence[str]
+) -> Any:
+    """The task ``name`` built here as ``dcpmi run`` builds it (its data read and every
+    document checked; see ``rebuild_task``); a ``DCPMIError`` when it cannot be."""
+    from lm_eval_dcpmi.harness import index
+
+    folder = data_dir or os.environ.get("DCPMI_DATA_DIR")
+    metadata = {**metadata, **({"data_dir": str(Path(folder).resolve())} if folder else {})}
+    manager = _manager(json.dumps(metadata, sort_keys=True, default=str), tuple(include_path))
+    try:
+        task = index.load_tasks(manager, [name])[name]
+    except index.UnknownTask:
+        raise DCPMIError(
+            f"{name}: not a task installed here, so its documents and requests cannot be "
+            "built again; give the folder of its YAML with --include_path."
+        ) from None
+    except ValueError as error:  # lm-eval 0.4: "Tasks not found: ..."
+        if index.not_found(error) is None:
+            raise
+        raise DCPMIError(
+            f"{name}: not a task installed here, so its documents and requests cannot be "
+            "built again; give the folder of its YAML with --include_path."
+        ) from None
+    return task

@@ -75,6 +75,9 @@ class Submission:
     model: ModelIdentity
     tasks: dict[str, TaskEntry]
     task_hashes: dict[str, str]
+    # entries that report a metric only the plugin computes but are no DC-PMI task or group
+    # the file describes (no config with a domain premise): name -> that metric
+    unverifiable: dict[str, str] = field(default_factory=dict)
 
     @property
     def limit(self) -> Any:
@@ -124,7 +127,7 @@ def results_files(paths: Sequence[Path]) -> list[Path]:
                     "or the --output_path folder of a run."
                 )
             found += inside
-        elif path.is_file():
+        elif path.exists():  # read_json refuses what is not a regular file (a FIFO)
             found.append(path)
         else:
             raise DCPMIError(f"{path}: no such file or folder.")
@@ -185,6 +188,7 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
     n_samples = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}
     subtasks = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
     tasks: dict[str, TaskEntry] = {}
+    unverifiable: dict[str, str] = {}
     for name, entry in data["results"].items():
         if not isinstance(entry, dict):
             continue
@@ -193,7 +197,12 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
         is_group = name in subtasks and bool(subtasks.get(name))
         config = configs.get(name) if isinstance(configs.get(name), dict) else {}
         if not values or (not is_group and "domain_premise" not in (config.get("metadata") or {})):
-            continue  # not a DC-PMI task (lm-eval's own tasks beside them are not ours)
+            # not a DC-PMI task (lm-eval's own tasks beside them are not ours), unless it
+            # reports what only the plugin computes
+            own = _plugin_metric(entry)
+            if own is not None:
+                unverifiable[str(name)] = own
+            continue
         counts = n_samples.get(name) if isinstance(n_samples.get(name), dict) else {}
         version = versions.get(name)
         tasks[name] = TaskEntry(
@@ -222,7 +231,19 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
             group.n = sum(t.n for t in leaves)  # type: ignore[misc]
             group.n_total = sum(t.n_total for t in leaves)  # type: ignore[misc]
     hashes = data.get("task_hashes") if isinstance(data.get("task_hashes"), dict) else {}
-    return Submission(path, data, model, tasks, {k: str(v) for k, v in hashes.items()})
+    hashes = {k: str(v) for k, v in hashes.items()}
+    return Submission(path, data, model, tasks, hashes, unverifiable)
+
+
+def _plugin_metric(entry: Mapping[str, Any]) -> str | None:
+    """The first metric of ``entry`` that only the plugin computes (None: none); an entry
+    reporting one claims to be a DC-PMI task's."""
+    for key in entry:
+        name = str(key).partition(",")[0].removesuffix("_stderr")
+        metric = scoring.metric_named(name)
+        if metric is not None and not metric.lm_eval_own:
+            return name
+    return None
 
 
 @dataclass(frozen=True)

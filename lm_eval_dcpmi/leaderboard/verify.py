@@ -123,6 +123,15 @@ def verify_submission(
     options = options or VerifyOptions()
     checked = Checked(submission.path)
     findings = model_findings(submission) + value_findings(submission)
+    findings += [
+        Finding(
+            f"{submission.path} ({name})",
+            f"reports {metric}, a DC-PMI metric, but the file records no DC-PMI task or group "
+            f"of that name (configs.{name}.metadata.domain_premise, or group_subtasks), so it "
+            "cannot be built again and recomputed; no run writes such an entry (remove it)",
+        )
+        for name, metric in submission.unverifiable.items()
+    ]
     counts = TokenCounts(submission, options.tokenizer)
     for task in submission.tasks.values():
         if not task.is_group:

@@ -56,6 +56,9 @@ class TaskRow:
     # the measures the results report (PMA: scoring.MEASURES), name -> the task's mean;
     # absent from files written before the plugin reported them
     measures: dict[str, float] = field(default_factory=dict)
+    # the documents (doc ids) whose logged PMA is NaN: the surface form competition section
+    # leaves them out and says so (a warning names them too)
+    unmeasured: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
@@ -286,6 +289,19 @@ def per_document(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]
     return found
 
 
+def unmeasured(samples: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
+    """The doc ids of ``samples`` whose logged PMA (``scoring.MASS``) is NaN, in order."""
+    return tuple(
+        sorted(
+            int(s["doc_id"])
+            for s in samples
+            if s.get("filter", "none") == "none"
+            and scoring.MASS in s
+            and math.isnan(number(s[scoring.MASS]))
+        )
+    )
+
+
 def _item(value: Any) -> list[float]:
     """A corpus rule's item as logged: a list, or its JSON text."""
     if isinstance(value, str):
@@ -330,6 +346,7 @@ def run_from_dict(
             row.n = _int_or_none(entry.get("sample_len"))
         if samples.get(name):
             row.per_doc = per_document(samples[name]) or None
+            row.unmeasured = unmeasured(samples[name])
         rows.append(row)
     if not rows:
         names = ", ".join(sorted(str(k) for k in results)) or "none"

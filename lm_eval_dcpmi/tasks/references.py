@@ -31,6 +31,7 @@ import yaml
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.harness.configurable_task import fewshot_random
+from lm_eval_dcpmi.json_files import NOT_IN_A_NAME
 from lm_eval_dcpmi.rules.layout import DOMAIN
 from lm_eval_dcpmi.tasks import premise_digest
 
@@ -192,7 +193,7 @@ def same_fewshot_draws(task: Any) -> Iterator[None]:
 def check_task_name(name: Any, source: str) -> None:
     """lm-eval writes a task's samples to ``samples_<task>_<date>.jsonl``: a name with a path
     separator there would only fail after every request is scored."""
-    bad = [c for c in ("/", "\\", "\0") if c in str(name)]
+    bad = [c for c in NOT_IN_A_NAME if c in str(name)]
     if bad:
         fixed = str(name)
         for c in bad:
