@@ -168,7 +168,6 @@ def useful_flops(lm: Any, requests: Sequence[Any]) -> dict[str, float]:
 
 
 def machine() -> dict[str, Any]:
-    import importlib.metadata
     import re
 
     import torch
@@ -200,11 +199,19 @@ def machine() -> dict[str, Any]:
         "load_average_at_start": os.getloadavg(),
         "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "python": platform.python_version(),
-        "versions": {
-            p: importlib.metadata.version(p)
-            for p in ("torch", "transformers", "lm_eval", "lm-eval-dcpmi")
-        },
+        "versions": {p: _version(p) for p in ("torch", "transformers", "lm_eval", "lm-eval-dcpmi")},
     }
+
+
+def _version(package: str) -> str:
+    """A package's version; "checkout" for one imported from the tree, not installed
+    (the plugin on a GPU machine, benchmarks/device_check.sh)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "checkout"
 
 
 def load_model(
