@@ -79,6 +79,32 @@ def test_a_derived_premise_is_recorded_by_its_rule_with_a_digest_of_its_own():
     )
 
 
+@pytest.mark.fast
+def test_the_report_notes_dcpmi_under_the_derived_premise():
+    from report_helpers import entry, results_dict
+
+    from lm_eval_dcpmi.report.results import run_from_dict
+    from lm_eval_dcpmi.report.tables import markdown_report
+
+    data = results_dict(
+        {t: entry(0.3, 0.4, 0.45, 0.5, norm=0.42) for t in ("quiz_dcpmi", "piqa_dcpmi", "mine")}
+    )
+    derived = {"domain_premise": None, "domain_premise_derived": "last_word"}
+    data["configs"] = {
+        "quiz_dcpmi": {"metadata": derived},
+        "piqa_dcpmi": {"metadata": derived},
+        "mine": {"metadata": {"domain_premise": "Answer:"}},
+    }
+    run = run_from_dict(data, None)
+    assert run.derived_premises == {"quiz_dcpmi": "last_word", "piqa_dcpmi": "last_word"}
+    assert (
+        f"- {DERIVED} for piqa_dcpmi, quiz_dcpmi: no domain premise was written, so each "
+        "document's is the last word of its premise (the paper's rule).\n"
+    ) in markdown_report([run])
+    del data["configs"]["quiz_dcpmi"], data["configs"]["piqa_dcpmi"]
+    assert DERIVED not in markdown_report([run_from_dict(data, None)])
+
+
 # ------------------------------------------------------------------ a base_task: YAML
 
 NO_PREMISE_YAML = """\
