@@ -476,6 +476,55 @@ def test_export_to_a_read_only_out_is_one_line(tmp_path, capsys, monkeypatch, fo
     assert list((tmp_path / "mounted").iterdir()) == []
 
 
+def derived_premise_results(tmp_path: Path) -> Path:
+    """``hand_made`` with dcpmi_copa as a task of one's own, quiz_dcpmi, whose domain
+    premise no one wrote: each document's last word (``dcpmi run --dcpmi_task quiz``)."""
+    path = hand_made(tmp_path)
+    text = path.read_text().replace('"dcpmi_copa"', '"quiz_dcpmi"')
+    data = json.loads(text)
+    metadata = data["configs"]["quiz_dcpmi"]["metadata"]
+    metadata.update(domain_premise=None, domain_premise_derived="last_word",
+                    premise_sha256="ab" * 32, dcpmi_task="quiz")  # fmt: skip
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.fast
+def test_exports_name_dcpmi_under_a_derived_premise(tmp_path, capsys):
+    from huggingface_hub import ModelCard
+
+    results = str(derived_premise_results(tmp_path))
+    status, _out, err = export(capsys, results, "--format", "eee", "--out", str(tmp_path / "e"))
+    assert status == 0, err
+    (path,) = (tmp_path / "e" / "data" / "dcpmi" / "EleutherAI" / "pythia-160m").iterdir()
+    record = json.loads(path.read_text())
+    validate("eval.schema.json", record)
+    scores = {r["evaluation_result_id"]: r for r in record["evaluation_results"]}
+    config = scores["quiz_dcpmi:acc_dcpmi"]["metric_config"]
+    assert config["metric_name"] == "DC-PMI (last-word premise) accuracy"
+    assert config["metric_parameters"]["domain_premise_derived"] == "last_word"
+    assert "domain_premise" not in config["metric_parameters"]  # none was written
+    details = scores["quiz_dcpmi:acc_dcpmi"]["generation_config"]["additional_details"]
+    assert details["domain_premise_derived"] == "last_word"
+    assert scores["quiz_dcpmi:acc"]["metric_config"]["metric_name"] == "LM accuracy"
+    assert scores["dcpmi_sst2:acc_dcpmi"]["metric_config"]["metric_name"] == "DC-PMI accuracy"
+    status, _out, err = export(capsys, results, "--format", "hf", "--dataset",
+                               "quiz_dcpmi=me/quiz", "--out", str(tmp_path / "s"))  # fmt: skip
+    assert status == 0, err
+    (entry,) = yaml.safe_load((tmp_path / "s" / ".eval_results" / "quiz_dcpmi.yaml").read_text())
+    assert (
+        "; DC-PMI (last-word premise): no domain premise written, each document's derived "
+        "from its premise (sha256 abababab);" in entry["notes"]
+    )
+    status, _out, err = export(capsys, results, "--format", "model-index", "--dataset",
+                               "quiz_dcpmi=me/quiz", "--out", str(tmp_path / "card"))  # fmt: skip
+    assert status == 0, err
+    card = ModelCard((tmp_path / "card" / "README.md").read_text(encoding="utf-8"))
+    names = {(r.metric_config, r.metric_type): r.metric_name for r in card.data.eval_results}
+    assert names[("quiz_dcpmi", "acc_dcpmi")] == "DC-PMI (last-word premise) accuracy"
+    assert names[("dcpmi_sst2", "acc_dcpmi")] == "DC-PMI accuracy"
+
+
 # ------------------------------------------------------------------ on a real run
 
 

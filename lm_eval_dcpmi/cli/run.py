@@ -23,6 +23,8 @@ to lm-eval (see `lm_eval run --help`), except:
       --tasks (alone, it replaces the default dcpmi group), so the base task can run
       beside it: dcpmi run --tasks arc_easy --dcpmi_task arc_easy="Answer:" --limit 20
       For a newline in PREMISE use the shell's quoting, e.g. $'\\nAnswer:'.
+      --dcpmi_task TASK alone takes each document's last word of its premise as its
+      domain premise (the paper's rule; results say "DC-PMI (last-word premise)").
   --model_id ORG/NAME   the model's hub id, written into the results files when the
       model is a local folder that names none (the embedded model and hub ids need none);
       see docs/leaderboards.md

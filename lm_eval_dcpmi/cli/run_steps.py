@@ -39,6 +39,7 @@ from lm_eval_dcpmi.cli import lm_eval_options, option_checks, saving
 from lm_eval_dcpmi.cli.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
+    option_value,
     split_dcpmi_tasks,
     write_derived_tasks,
 )
@@ -115,7 +116,7 @@ class CheckedRun:
 
 def check_tasks(
     argv: Sequence[str],
-    derived: Sequence[tuple[str, str]] = (),
+    derived: Sequence[tuple[str, str | None]] = (),
     quick: int | None = None,
     shard: shards.Shard | None = None,
 ) -> CheckedRun:
@@ -214,7 +215,7 @@ def _closest(name: str, candidates: Sequence[str]) -> list[str]:
     return [c for c, r in zip(close, ratio, strict=True) if r == max(ratio)]
 
 
-def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str]]) -> None:
+def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str | None]]) -> None:
     """Every ``--dcpmi_task`` base task is registered; else an error with close names
     (never a variant written for this run)."""
     ours = {base + DERIVED_SUFFIX for base, _premise in derived}
@@ -224,8 +225,9 @@ def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str
         if base in known_set:
             continue
         raise DCPMIError(
-            f"{DCPMI_TASK_OPTION} {f'{base}={premise}'!r}: {base!r} is not a registered task "
-            f"(searched lm-eval's tasks, the plugin's and --include_path).{_close(base, known)}"
+            f"{DCPMI_TASK_OPTION} {option_value(base, premise)!r}: {base!r} is not a registered "
+            "task (searched lm-eval's tasks, the plugin's and --include_path)."
+            f"{_close(base, known)}"
             " A task of your own needs its folder in --include_path."
         )
 

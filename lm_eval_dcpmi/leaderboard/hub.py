@@ -28,7 +28,12 @@ def _notes(submission: Submission, task: TaskEntry, headline: str) -> str:
         f"lm-eval {submission.data.get('lm_eval_version') or 'unknown'}",
     ]
     digest = task.premise_sha256 or premise_digest.digest_in(task.version)
-    if task.domain_premise is not None:
+    if task.premise_rule is not None:
+        parts.append(
+            f"{premise_digest.derived_label(task.premise_rule)}: no domain premise written, "
+            f"each document's derived from its premise (sha256 {digest[:8] or '?'})"
+        )
+    elif task.domain_premise is not None:
         parts.append(f"domain premise {task.domain_premise!r} (sha256 {digest[:8] or '?'})")
     if task.n is not None:
         parts.append(f"n={task.n}" + (f" of {task.n_total} (PARTIAL)" if task.partial else ""))

@@ -15,6 +15,7 @@ from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.json_files import read_json
 from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify, recorded_identity
 from lm_eval_dcpmi.leaderboard.portable import model_args_of
+from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.samples import samples_files
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks import premise_digest
@@ -51,6 +52,18 @@ class TaskEntry:
     @property
     def domain_premise(self) -> str | None:
         return self.metadata.get("domain_premise")
+
+    @property
+    def premise_rule(self) -> str | None:
+        """The rule that derived each document's domain premise (none was written)."""
+        return premise_digest.derived_rule(self.metadata)
+
+    def metric_label(self, metric: str) -> str:
+        """How exports name ``metric``: its report label, and DC-PMI under a derived
+        domain premise by its rule (``'DC-PMI (last-word premise)'``)."""
+        if metric == scoring.HEADLINE and self.premise_rule is not None:
+            return premise_digest.derived_label(self.premise_rule)
+        return looks.label(metric)
 
     @property
     def data_files(self) -> dict[str, str] | None:

@@ -38,6 +38,7 @@ from lm_eval_dcpmi.leaderboard.against_data import (
     first_few,
     hash_findings,
     is_index,
+    premise_findings,
     recorded_digest_findings,
     split_findings,
 )
@@ -66,6 +67,7 @@ from lm_eval_dcpmi.leaderboard.submission import (
 )
 from lm_eval_dcpmi.report.results import ReportError
 from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class Checked:
     tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> metric -> mean
     documents: dict[str, int] = field(default_factory=dict)  # task -> documents recomputed
     split: dict[str, int] = field(default_factory=dict)  # task -> documents in its split
+    derived: dict[str, str] = field(default_factory=dict)  # task -> its premise's rule
     notes: list[str] = field(default_factory=list)
     to_rescore: list[TaskToRescore] = field(default_factory=list)
     rescored: list[str] = field(default_factory=list)  # what --rescore covered
@@ -175,12 +178,17 @@ def verify_task(
             sorted(set(ids)),
             options.data_dir,
             options.include_path,
+            task.metadata,
         )
     except DCPMIError as error:
         findings += recorded_digest_findings(task, options.data_dir, results_where)
         return [*findings, Finding(results_where, f"cannot be built again here: {error}")]
     checked.split[task.name] = rebuilt.documents
+    rule = premise_digest.derived_rule(rebuilt.task.config.metadata)
+    if rule is not None:  # as built here: premise_findings compares the record with it
+        checked.derived[task.name] = rule
     findings += data_findings(task, rebuilt, results_where)
+    findings += premise_findings(task, rebuilt, results_where)
     findings += split_findings(submission, task, rebuilt, ids, results_where)
     findings += document_findings(samples, rebuilt, where)
     findings += hash_findings(submission, task, samples, rebuilt, results_where)
@@ -338,7 +346,9 @@ def summary(checked: Iterable[Checked]) -> list[str]:
             )
             n, split = result.documents[task], result.split.get(task)
             of = f" of {split}" if split is not None and split != n else ""
-            lines.append(f"{task}: {n}{of} documents rebuilt and recomputed ({shown})")
+            rule = result.derived.get(task)
+            under = f", {premise_digest.derived_label(rule)}" if rule is not None else ""
+            lines.append(f"{task}: {n}{of} documents rebuilt and recomputed{under} ({shown})")
     return lines
 
 

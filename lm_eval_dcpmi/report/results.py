@@ -22,6 +22,7 @@ from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 # Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): scoring.METRICS'.
 METHODS: tuple[str, ...] = looks.METHODS
@@ -134,6 +135,20 @@ class RunResults:
     @property
     def has_samples(self) -> bool:
         return any(row.per_doc for row in self.rows)
+
+    @property
+    def derived_premises(self) -> dict[str, str]:
+        """Task -> the rule that derived its domain premise, for the tasks whose results
+        record one (``premise_digest.DERIVED_KEY``: no premise was written)."""
+        configs = _mapping(self.data, "configs")
+        found = {}
+        for row in self.rows:
+            config = configs.get(row.task)
+            metadata = config.get("metadata") if isinstance(config, Mapping) else None
+            rule = premise_digest.derived_rule(metadata)
+            if rule is not None and not row.is_group:
+                found[row.task] = rule
+        return found
 
     @property
     def limited(self) -> bool:
