@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import DESCRIPTION, PREMISE, run_dcpmi, write_quiz
+from helpers import DESCRIPTION, PREMISE, run_dcpmi, tiny_model, write_quiz
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIConfigError
@@ -323,3 +323,29 @@ def test_verify_rebuilds_the_derived_premise_and_catches_a_forged_record(
     assert status == 1
     assert "records domain_premise None, but the task built here has 'A:'" in out
     assert "records domain_premise_derived 'last_word', but the task built here has None" in out
+
+
+@pytest.mark.slow
+def test_shards_of_a_derived_premise_task_merge(tmp_path, capsys):
+    """`dcpmi merge` builds each task again to bound the shards' counts: a --dcpmi_task
+    variant from the option its shards record (a tiny random-weight model scores them)."""
+    folder = write_quiz(tmp_path / "tasks", by_name=False)
+    config = yaml.safe_load((folder / "quiz.yaml").read_text())
+    config["metric_list"] = config["metric_list"][:2]  # merge aggregates the plugin's metrics
+    (folder / "quiz.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    model = tiny_model(tmp_path / "model")
+    for k in (1, 2):
+        status = cli.main(
+            ["run", "--model", "hf", "--model_args", f"pretrained={model}",
+             "--include_path", str(folder), "--tasks", "quiz",
+             "--dcpmi_task", "quiz", "--shard", f"{k}/2", "--log_samples",
+             "--output_path", str(tmp_path / f"shard{k}")]
+        )  # fmt: skip
+        assert status == 0, capsys.readouterr().err[-3000:]
+    status = cli.main(
+        ["merge", str(tmp_path / "shard1"), str(tmp_path / "shard2"), "--out",
+         str(tmp_path / "merged"), "--include_path", str(folder), "--tokenizer", str(model)]
+    )  # fmt: skip
+    assert status == 0, capsys.readouterr().err[-3000:]
+    _path, data = results_of(tmp_path / "merged")
+    assert data["configs"]["quiz_dcpmi"]["metadata"]["domain_premise_derived"] == "last_word"

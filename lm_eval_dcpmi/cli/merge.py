@@ -42,6 +42,11 @@ def add_merge_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="a folder of task YAMLs that are not installed (your own tasks; repeatable)",
     )
+    parser.add_argument(
+        "--tokenizer",
+        help="the tokenizer that counts acc_avg's tokens, when the model is not at hand "
+        "under its recorded name (a local folder is recorded as <local>/NAME)",
+    )
 
 
 def run_merge(args: argparse.Namespace) -> int:
@@ -49,7 +54,12 @@ def run_merge(args: argparse.Namespace) -> int:
 
     try:
         written = merge(
-            args.shards, args.out, args.allow_partial, args.data_dir, tuple(args.include_path)
+            args.shards,
+            args.out,
+            args.allow_partial,
+            args.data_dir,
+            tuple(args.include_path),
+            args.tokenizer,
         )
     except DCPMIError as error:
         print(f"dcpmi merge: {error}", file=sys.stderr)

@@ -149,7 +149,7 @@ class ShardTask:
     documents: int  # the split's size
 
 
-def _task_of(run: ShardRun, name: str) -> ShardTask:
+def _task_of(run: ShardRun, name: str, tokenizer: str | None) -> ShardTask:
     task = run.submission.tasks.get(name)
     if task is None or task.samples_file is None:
         raise DCPMIError(
@@ -174,7 +174,7 @@ def _task_of(run: ShardRun, name: str) -> ShardTask:
         )
     if any(not s.get("arguments") for s in samples):
         raise DCPMIError(f"{where}: its samples log no requests; score it with --log_samples.")
-    found = score_documents(task, samples, TokenCounts(run.submission, None), where)[1]
+    found = score_documents(task, samples, TokenCounts(run.submission, tokenizer), where)[1]
     if found:
         raise DCPMIError(f"{found[0]}: this shard's per-document values are corrupt.")
     for sample in samples:
@@ -214,7 +214,9 @@ def _content_free(part: ShardTask, layout: Any) -> tuple[int, list[tuple[str, st
     return keep, pairs[keep:], lls
 
 
-def merge_task(name: str, parts: Sequence[ShardTask], submission: Submission) -> list[Any]:
+def merge_task(
+    name: str, parts: Sequence[ShardTask], submission: Submission, tokenizer: str | None = None
+) -> list[Any]:
     """One task's merged documents, decided again (``ScoredDocument``s in document order;
     their samples hold the merged run's per-document values)."""
     task = submission.tasks[name]
@@ -240,7 +242,7 @@ def merge_task(name: str, parts: Sequence[ShardTask], submission: Submission) ->
             _truncate(part.samples[0], keep)
     shard_bounds.check_documents_once(name, [(str(p.run), p.samples) for p in parts])
     samples = sorted((s for p in parts for s in p.samples), key=lambda s: int(s["doc_id"]))
-    counts = TokenCounts(submission, None)
+    counts = TokenCounts(submission, tokenizer)
     # each shard's values were checked; what differs now is CC under the run's one carrier
     scored, _cc_differences = score_documents(task, samples, counts, f"{name} (merged)")
     corpus = {m.name for m in scoring.METRICS if m.corpus is not None}
@@ -318,14 +320,16 @@ def merge(
     allow_partial: bool = False,
     data_dir: str | None = None,
     include_path: Sequence[str] = (),
+    tokenizer: str | None = None,
 ) -> list[Path]:
     """Merge the shards under ``paths`` into one results file and one samples file per task
     under ``out/<model>/``, written all or nothing; returns the files written. The tasks
     are built from the data (``data_dir``, ``include_path``) to bound what the shards
-    record (``shard_bounds``)."""
+    record (``shard_bounds``); ``tokenizer`` counts acc_avg's tokens when the model is not
+    at hand under its recorded name (a local folder)."""
     shard_bounds.check_out(out, paths)
     shards = sorted((read_shard(p) for p in results_files(paths)), key=lambda r: r.shard.index)
-    shard_bounds.check_split_sizes(shards, data_dir, include_path)
+    shard_bounds.check_split_sizes(shards, data_dir, include_path, tokenizer)
     missing = check_one_run(shards, allow_partial)
     first = shards[0]
     names = [n for n, t in first.submission.tasks.items() if not t.is_group]
@@ -338,8 +342,8 @@ def merge(
     data = copy.deepcopy(first.data)
     samples_of: dict[str, list[dict[str, Any]]] = {}
     for name in names:
-        parts = [_task_of(run, name) for run in shards]
-        scored = merge_task(name, parts, first.submission)
+        parts = [_task_of(run, name, tokenizer) for run in shards]
+        scored = merge_task(name, parts, first.submission, tokenizer)
         samples_of[name] = [doc.sample for doc in scored]
         data["results"][name] = task_results(name, first.data["results"][name], scored)
         data["n-samples"][name] = {"original": parts[0].documents, "effective": len(scored)}

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard.rebuild import built_task
+from lm_eval_dcpmi.leaderboard.rebuild import built_task, option_variant
 from lm_eval_dcpmi.tasks.shards import Shard
 
 FORGED = "no run of dcpmi run --shard writes it; the file is edited or forged"
@@ -47,7 +47,10 @@ def recorded_shard(path: Path, recorded: Any) -> Shard:
 
 
 def check_split_sizes(
-    shards: Sequence[Any], data_dir: str | None = None, include_path: Sequence[str] = ()
+    shards: Sequence[Any],
+    data_dir: str | None = None,
+    include_path: Sequence[str] = (),
+    tokenizer: str | None = None,
 ) -> None:
     """Each shard's (a ``merge.ShardRun``) recorded split size of each task against the
     task built here, and its N against that size (see the module's docstring)."""
@@ -70,8 +73,11 @@ def check_split_sizes(
                     f"that); {FORGED}."
                 )
             if name not in built:
-                metadata = run.submission.tokenizer_args(None)
-                built[name] = len(built_task(name, metadata, data_dir, include_path).eval_docs)
+                metadata = run.submission.tokenizer_args(tokenizer)
+                # a --dcpmi_task variant: its YAML written again from the recorded option
+                with option_variant(name, task.metadata) as variant:
+                    paths = (*include_path, *variant)
+                    built[name] = len(built_task(name, metadata, data_dir, paths).eval_docs)
             if recorded != built[name]:
                 raise DCPMIError(
                     f"{where}: records a split of {recorded} documents "

@@ -18,6 +18,8 @@ OUTPUT=/shared/dcpmi/runs/qwen2.5-7b        # a new folder for each run
 TASKS=dcpmi                                 # --tasks of dcpmi run
 MODEL=(--model hf-prefix --model_args pretrained=Qwen/Qwen2.5-7B,dtype=bfloat16)
 RUN_OPTIONS=()                              # more dcpmi run options, e.g. (--batch_size 16)
+CHECK_OPTIONS=()                            # merge's and verify's, e.g. (--tokenizer /shared/models/x)
+#                                             when the model is a local folder (recorded as <local>/x)
 DCPMI=/shared/envs/dcpmi/bin/dcpmi
 export DCPMI_DATA_DIR=/shared/dcpmi/data
 export HF_HOME=/shared/huggingface
