@@ -43,6 +43,7 @@ from lm_eval_dcpmi.leaderboard.recompute import (
     TokenCounts,
     close,
     mean_stderr,
+    number,
     score_documents,
     task_samples,
 )
@@ -179,7 +180,7 @@ def _task_of(run: ShardRun, name: str, tokenizer: str | None) -> ShardTask:
         raise DCPMIError(f"{found[0]}: this shard's per-document values are corrupt.")
     for sample in samples:
         for count in scoring.COUNTS:
-            value = _num(sample.get(count, 0))
+            value = number(sample.get(count, 0))
             if not (0 <= value <= len(sample["filtered_resps"]) and value == int(value)):
                 raise DCPMIError(
                     f"{where}: doc {sample['doc_id']}: {count} is {sample.get(count)!r}, not a "
@@ -210,13 +211,12 @@ def _content_free(part: ShardTask, layout: Any) -> tuple[int, list[tuple[str, st
     if not carrier:
         raise DCPMIError(f"{part.run}: its first document carries no content-free requests.")
     keep = layout.n_requests(n, carrier=False)
-    lls = [_num(logged_loglikelihood(r)) for r in first["filtered_resps"][keep:]]
+    lls = [number(logged_loglikelihood(r)) for r in first["filtered_resps"][keep:]]
     return keep, pairs[keep:], lls
 
 
-def merge_task(
-    name: str, parts: Sequence[ShardTask], submission: Submission, tokenizer: str | None = None
-) -> list[Any]:
+def merge_task(name: str, parts: Sequence[ShardTask], submission: Submission,
+               tokenizer: str | None = None) -> list[Any]:  # fmt: skip
     """One task's merged documents, decided again (``ScoredDocument``s in document order;
     their samples hold the merged run's per-document values)."""
     task = submission.tasks[name]
@@ -248,16 +248,9 @@ def merge_task(
     corpus = {m.name for m in scoring.METRICS if m.corpus is not None}
     for doc in scored:  # as the unsharded run decides CC
         for metric, value in doc.values.items():
-            if metric not in corpus and not close(value, _num(doc.sample.get(metric))):
+            if metric not in corpus and not close(value, number(doc.sample.get(metric))):
                 doc.sample[metric] = value
     return scored
-
-
-def _num(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 def task_results(name: str, entry: dict[str, Any], scored: Sequence[Any]) -> dict[str, Any]:
@@ -279,7 +272,7 @@ def task_results(name: str, entry: dict[str, Any], scored: Sequence[Any]) -> dic
             items = [doc.sample[metric] for doc in scored]
             value, stderr = row.corpus.aggregate(items), "N/A"
         else:
-            values = [_num(doc.sample[metric]) for doc in scored]
+            values = [number(doc.sample[metric]) for doc in scored]
             if row.aggregation == "sum":
                 value, stderr = math.fsum(values), "N/A"
             else:
@@ -325,8 +318,8 @@ def merge(
     """Merge the shards under ``paths`` into one results file and one samples file per task
     under ``out/<model>/``, written all or nothing; returns the files written. The tasks
     are built from the data (``data_dir``, ``include_path``) to bound what the shards
-    record (``shard_bounds``); ``tokenizer`` counts acc_avg's tokens when the model is not
-    at hand under its recorded name (a local folder)."""
+    record (``shard_bounds``); ``tokenizer``: the tokenizer of a model not at hand under its
+    recorded name."""
     shard_bounds.check_out(out, paths)
     shards = sorted((read_shard(p) for p in results_files(paths)), key=lambda r: r.shard.index)
     shard_bounds.check_split_sizes(shards, data_dir, include_path, tokenizer)
@@ -365,8 +358,8 @@ def merge(
         **({"partial": True, "missing": [f"{k}/{first.shard.count}" for k in missing]}
            if missing else {}),
     }  # fmt: skip
-    data["date"] = max(_num(r.data.get("date")) for r in shards)
-    seconds = [_num(r.data.get("total_evaluation_time_seconds")) for r in shards]
+    data["date"] = max(number(r.data.get("date")) for r in shards)
+    seconds = [number(r.data.get("total_evaluation_time_seconds")) for r in shards]
     data["total_evaluation_time_seconds"] = str(math.fsum(seconds))
     return _write(out, data, samples_of, str(first.path))
 
