@@ -61,14 +61,22 @@ def model_shapes(config: Any) -> list[tuple[int, int, int]]:
             (256, hidden, vocab)]  # fmt: skip
 
 
-def matmul_peak(shapes: Sequence[tuple[int, int, int]], seconds: float = 1.0) -> dict[str, float]:
-    """GFLOP/s of ``torch.matmul`` in fp32 at each (m, k, n), over about ``seconds``: the
-    better of one matmul on all of torch's threads and one single-threaded matmul per
-    thread at once (how ``hf-prefix``'s workers run), so the peak is not understated."""
+def matmul_peak(
+    shapes: Sequence[tuple[int, int, int]],
+    seconds: float = 1.0,
+    dtype: str = "float32",
+    device: str = "cpu",
+) -> dict[str, float]:
+    """GFLOP/s of ``torch.matmul`` in ``dtype`` at each (m, k, n), over about ``seconds``:
+    on the CPU the better of one matmul on all of torch's threads and one single-threaded
+    matmul per thread at once (how ``hf-prefix``'s workers run), so the peak is not
+    understated."""
     import threading
 
     import torch
 
+    if device != "cpu":
+        return _device_matmul_peak(shapes, seconds, getattr(torch, dtype), device)
     threads = torch.get_num_threads()
 
     def loop(a: Any, b: Any, counts: list[int], stop: float) -> None:
@@ -78,7 +86,10 @@ def matmul_peak(shapes: Sequence[tuple[int, int, int]], seconds: float = 1.0) ->
 
     found = {}
     for m, k, n in shapes:
-        a, b = torch.randn(m, k), torch.randn(k, n)
+        a, b = (
+            torch.randn(m, k, dtype=getattr(torch, dtype)),
+            torch.randn(k, n, dtype=getattr(torch, dtype)),
+        )
         rates = []
         for workers in sorted({1, threads}):
             torch.set_num_threads(threads // workers)
@@ -96,6 +107,30 @@ def matmul_peak(shapes: Sequence[tuple[int, int, int]], seconds: float = 1.0) ->
             rates.append(2 * m * k * n * len(counts) / (time.perf_counter() - start) / 1e9)
         torch.set_num_threads(threads)
         found[f"{m}x{k} @ {k}x{n}"] = round(max(rates), 1)
+    return found
+
+
+def _device_matmul_peak(
+    shapes: Sequence[tuple[int, int, int]], seconds: float, dtype: Any, device: str
+) -> dict[str, float]:
+    """GFLOP/s of ``torch.matmul`` on an accelerator (synchronised timing)."""
+    import torch
+
+    found = {}
+    for m, k, n in shapes:
+        a = torch.randn(m, k, dtype=dtype, device=device)
+        b = torch.randn(k, n, dtype=dtype, device=device)
+        torch.matmul(a, b)
+        torch.cuda.synchronize()
+        count, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            for _ in range(20):
+                torch.matmul(a, b)
+            torch.cuda.synchronize()
+            count += 20
+        found[f"{m}x{k} @ {k}x{n}"] = round(
+            2 * m * k * n * count / (time.perf_counter() - start) / 1e9, 1
+        )
     return found
 
 
@@ -133,7 +168,6 @@ def useful_flops(lm: Any, requests: Sequence[Any]) -> dict[str, float]:
 
 
 def machine() -> dict[str, Any]:
-    import importlib.metadata
     import re
 
     import torch
@@ -165,11 +199,19 @@ def machine() -> dict[str, Any]:
         "load_average_at_start": os.getloadavg(),
         "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "python": platform.python_version(),
-        "versions": {
-            p: importlib.metadata.version(p)
-            for p in ("torch", "transformers", "lm_eval", "lm-eval-dcpmi")
-        },
+        "versions": {p: _version(p) for p in ("torch", "transformers", "lm_eval", "lm-eval-dcpmi")},
     }
+
+
+def _version(package: str) -> str:
+    """A package's version; "checkout" for one imported from the tree, not installed
+    (the plugin on a GPU machine, benchmarks/device_check.sh)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "checkout"
 
 
 def load_model(

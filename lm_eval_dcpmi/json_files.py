@@ -1,15 +1,21 @@
 """Reading and writing JSON, in one place: bad JSON named by file, line and column
 (``parse_json``), and lm-eval's results files read (``read_json``, a ``DCPMIError`` naming
 the file) and written whole (``write_json``, replaced atomically, as lm-eval writes them).
+
+Files read from outside are read only when they are regular files (``open_regular``: a FIFO
+named ``results_*.json`` would block a reader forever), and a name read from such a file
+is checked before it becomes part of a path (``checked_name``: no separator, NUL, ``.`` or
+``..``), by every command that writes or looks up files by such names.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from lm_eval_dcpmi.errors import DCPMIError
 
@@ -55,18 +61,84 @@ def parse_json(
         ) from None
 
 
+# What a path is, by its mode's type, for the refusal of what is not a regular file.
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def open_regular(path: Path, error: type[DCPMIError] = DCPMIError) -> BinaryIO:
+    """``path`` opened for reading in binary, when it is a regular file (a link to one
+    too); ``error`` naming it otherwise. Opened without blocking, then checked on the open
+    file (``fstat``): a FIFO is never waited on, and nothing can swap the file in between."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as problem:
+        raise error(f"{path}: cannot be read ({problem.strerror or problem}).") from None
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(descriptor)
+        kind = next((what for test, what in _KINDS if test(mode)), "not a regular file")
+        raise error(
+            f"{path}: {kind}, not a regular file; only files are read (replace it with the "
+            "file lm-eval wrote, or move it away)."
+        )
+    return os.fdopen(descriptor, "rb")
+
+
+def read_text(path: Path, error: type[DCPMIError] = DCPMIError) -> str:
+    """A regular file's UTF-8 text (``open_regular``); ``error`` naming the file when it
+    cannot be read or is not UTF-8 (``UnicodeDecodeError`` passed on for the caller's
+    wording)."""
+    with open_regular(path, error) as file:
+        try:
+            data = file.read()
+        except OSError as problem:
+            raise error(f"{path}: cannot be read ({problem.strerror or problem}).") from None
+    return data.decode("utf-8")
+
+
 def read_json(path: Path) -> dict[str, Any]:
     """A results file's JSON object; a ``DCPMIError`` naming the file otherwise."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise DCPMIError(f"{path}: cannot be read ({error.strerror or error}).") from None
+        text = read_text(path)
     except UnicodeDecodeError:
         raise DCPMIError(f"{path}: not an lm-eval results file (not UTF-8 text).") from None
     data = parse_json(text, str(path), fix=RESULTS_FILE_FIX)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         raise DCPMIError(f'{path}: not an lm-eval results file (no "results" object).')
     return data
+
+
+# What no single file's name holds: the path separators (POSIX's, Windows') and NUL.
+NOT_IN_A_NAME = ("/", "\\", "\0")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be (part of) one file's name in a folder, or None: a path
+    separator or NUL in it, or a folder's own name (``.``, ``..``) or none at all."""
+    if name in ("", ".", ".."):
+        return f"{name!r} is no file's name" if name else "it is empty"
+    bad = next((c for c in NOT_IN_A_NAME if c in name), None)
+    return None if bad is None else f"it holds {bad!r}"
+
+
+def checked_name(name: Any, where: str, what: str, error: type[DCPMIError] = DCPMIError) -> str:
+    """``name``, read from a file, about to become part of a path (a folder or file name):
+    a text that names one file, else ``error`` naming ``where`` and ``what`` it is, so that
+    no name read from a file leads out of the folder it is written or looked up in."""
+    problem = name_problem(name) if isinstance(name, str) else f"{type(name).__name__}, not text"
+    if problem is not None:
+        raise error(
+            f"{where}: {what} {name!r} cannot name a file ({problem}); no run of lm-eval "
+            "writes such a name: the file is edited or forged (name it with letters, digits, "
+            "'_', '-' and '.')."
+        )
+    return name
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

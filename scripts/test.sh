@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: sets everything up on a fresh machine, then lints and tests,
-# with the newest lm-eval that pyproject.toml allows, then with vLLM (.venv-vllm), then
-# with the oldest lm-eval and with the pre-release it allows too (each in its own
-# environment, .venv-lm-eval-<version>). Extra
+# with the newest lm-eval that pyproject.toml allows, then with vLLM (.venv-vllm), then on
+# a one-node SLURM cluster (as root), then with the oldest lm-eval and with the pre-release
+# it allows too (each in its own environment, .venv-lm-eval-<version>). Extra
 # arguments go to every pytest run (e.g. `scripts/test.sh -k copa`). The tests read the
 # real data files from $DCPMI_DATA_DIR (default ../shared/data): without them pytest stops
 # with one message (DCPMI_REQUIRE_DATA=1; a plain `pytest` skips the tests that need the
@@ -53,6 +53,23 @@ parallel=(-n "${DCPMI_TEST_WORKERS:-2}" --dist load)
 # (vLLM's CPU build, ~3 GB; ~30 s when it is there). One worker: vLLM binds every core.
 scripts/setup-vllm.sh
 .venv-vllm/bin/python -m pytest -q -m vllm tests/test_vllm.py "$@"
+
+# SLURM: the job files of scripts/slurm/ submitted to a real one-node cluster, with its
+# faults (tests/test_slurm.py, marked `slurm`; ~2.5 min on 2 idle cores). The cluster comes
+# from the OS packages (slurm-wlm, munge), so only as root where apt-get works; it has the
+# machine to itself (one job per core, after the other tests) and is stopped afterwards,
+# however the tests end.
+trap 'scripts/slurm/local_cluster.sh stop >/dev/null' EXIT
+if ! slurm_reason=$(scripts/slurm/local_cluster.sh check); then
+    echo "test.sh: the SLURM tests (tests/test_slurm.py) are skipped: $slurm_reason"
+else
+    # Where a cluster can run, one that does not start fails the command (not a skip).
+    scripts/slurm/local_cluster.sh start
+    # exit status 5: the extra arguments selected none of them (e.g. -k copa)
+    "$venv/bin/python" -m pytest -q -m slurm tests/test_slurm.py "$@" || [ $? = 5 ]
+    scripts/slurm/local_cluster.sh stop
+fi
+trap - EXIT
 
 # The other releases: every test that needs no model, and the few marked `api` that run it
 # through lm-eval's Python API (where releases differ; OTHER_RELEASES in tests/helpers.py);

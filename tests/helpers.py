@@ -330,6 +330,24 @@ def assert_one_line_error(completed: subprocess.CompletedProcess, *parts: str) -
     assert "Initializing hf model" not in completed.stderr  # failed before loading the model
 
 
+def read_only_file_system(monkeypatch, root: Path) -> None:
+    """``root`` made, and a read-only file system mounted there: making a folder under it
+    fails with EROFS, the kernel's answer (``OSError: [Errno 30]``); no test machine
+    mounts one."""
+    import errno
+
+    root.mkdir(parents=True, exist_ok=True)
+    make = os.mkdir
+    inside = root.resolve()
+
+    def mkdir(path, *args, **kwargs):
+        if inside in Path(path).resolve().parents:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return make(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
 def lm_eval_tasks(argv: list[str]) -> list[str]:
     """The task list lm-eval's own parser makes of a `dcpmi run` command line."""
     from lm_eval._cli.harness import HarnessCLI

@@ -32,12 +32,14 @@ from lm_eval_dcpmi.rules.scoring import ACCURACIES
 def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
     derived, rest = derived_tasks.split_dcpmi_tasks(
         ["--tasks", "piqa", "--dcpmi_task", "arc_easy=Answer:", "--limit", "2",
-         "--dcpmi_task=hellaswag={{ query.split()[-1] }}", "--dcpmi_task", "quiz= a=b "]
+         "--dcpmi_task=hellaswag={{ query.split()[-1] }}", "--dcpmi_task", "quiz= a=b ",
+         "--dcpmi_task", "sciq"]
     )  # fmt: skip
     assert derived == [
         ("arc_easy", "Answer:"),
         ("hellaswag", "{{ query.split()[-1] }}"),
         ("quiz", " a=b "),  # the premise is kept verbatim, spaces and '=' included
+        ("sciq", None),  # no premise: each document's last word
     ]
     assert rest == ["--tasks", "piqa", "--limit", "2"]
 
@@ -46,10 +48,10 @@ def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--dcpmi_task", "arc_easy"], "--dcpmi_task 'arc_easy': expected TASK=PREMISE"),
-        (["--dcpmi_task", "arc_easy="], "non-empty domain premise"),
+        (["--dcpmi_task", "arc_easy="], "--dcpmi_task 'arc_easy=': expected TASK=PREMISE"),
         (["--dcpmi_task", "=Answer:"], "expected TASK=PREMISE"),
-        (["--limit", "2", "--dcpmi_task"], "--dcpmi_task needs a value TASK=PREMISE"),
+        (["--dcpmi_task", " "], "expected TASK=PREMISE"),
+        (["--limit", "2", "--dcpmi_task"], "--dcpmi_task needs a value TASK or TASK=PREMISE"),
         (["--dcpmi_task", "piqa=A", "--dcpmi_task=piqa=B"], "names piqa more than once"),
     ],
 )
@@ -60,12 +62,13 @@ def test_bad_dcpmi_task_options(argv, message):
 
 @pytest.mark.fast
 def test_bad_option_is_one_line_and_status_2(capsys):
-    assert cli.main(["run", "--dcpmi_task", "arc_easy"]) == 2
+    assert cli.main(["run", "--dcpmi_task", "arc_easy="]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
-        "dcpmi: --dcpmi_task 'arc_easy': expected TASK=PREMISE with a registered multiple-choice "
-        'task and a non-empty domain premise, e.g. arc_easy="Answer:".\n'
+        "dcpmi: --dcpmi_task 'arc_easy=': expected TASK=PREMISE with a registered "
+        'multiple-choice task and a non-empty domain premise, e.g. arc_easy="Answer:" (or '
+        "TASK alone: each document's last word is its domain premise).\n"
     )
 
 
@@ -76,14 +79,21 @@ def test_derived_yaml_is_the_by_name_form(tmp_path):
     from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
 
     names = derived_tasks.write_derived_tasks(
-        [("arc_easy", "Answer:"), ("copa", "\n{{ x }}")], tmp_path
+        [("arc_easy", "Answer:"), ("copa", "\n{{ x }}"), ("piqa", None)], tmp_path
     )
-    assert names == ["arc_easy_dcpmi", "copa_dcpmi"]
+    assert names == ["arc_easy_dcpmi", "copa_dcpmi", "piqa_dcpmi"]
     assert load_yaml(tmp_path / "copa_dcpmi.yaml", resolve_func=True) == {
         "task": "copa_dcpmi",
         "base_task": "copa",
         "domain_premise": "\n{{ x }}",
         "metadata": {"dcpmi_task": "copa=\n{{ x }}"},  # results and errors name the option
+        "class": DCPMITask,
+    }
+    # no premise given: no domain_premise line, so the task derives each document's
+    assert load_yaml(tmp_path / "piqa_dcpmi.yaml", resolve_func=True) == {
+        "task": "piqa_dcpmi",
+        "base_task": "piqa",
+        "metadata": {"dcpmi_task": "piqa"},
         "class": DCPMITask,
     }
 

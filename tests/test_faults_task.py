@@ -328,6 +328,30 @@ def test_a_task_named_with_a_slash_is_refused_before_the_model(tmp_path, capsys)
     assert not (tmp_path / "out").exists()
 
 
+def test_any_task_named_with_a_slash_is_refused_when_built_with_log_samples(tmp_path, capsys):
+    """lm-eval's own multiple-choice task (not a DC-PMI one) named like a path: refused when
+    the tasks are built, not after the model scored it (lm-eval then fails to save its
+    samples and only a results file is left)."""
+    from lm_eval_dcpmi import cli
+
+    plain = [line for line in TASK.format(data=write_jsonl(tmp_path, RECORDS)).splitlines()
+             if not line.startswith(("class:", "domain_premise:", "task:"))]  # fmt: skip
+    (tmp_path / "quiz.yaml").write_text("\n".join(["task: my/quiz_dcpmi", *plain]) + "\n")
+    argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks",
+            "my/quiz_dcpmi", "--log_samples", "--output_path", str(tmp_path / "out")]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines()[-1] == (
+        f"dcpmi: task 'my/quiz_dcpmi' ({tmp_path}/quiz.yaml): lm-eval names the samples file "
+        "after the task (samples_<task>_<date>.jsonl), so '/' in its name makes a path that "
+        "cannot be written; name it without '/', e.g. task: my_quiz_dcpmi"
+    )
+    assert not (tmp_path / "out").exists()
+    # without --log_samples lm-eval names no file after it: the task runs
+    assert cli.main(argv[:-3]) == 0
+
+
 # ---- warnings a task's author needs: a premise that knows the answer, look-alike options
 
 
@@ -389,6 +413,28 @@ def test_a_group_that_holds_itself_is_one_line_naming_it(tmp_path, capsys):
     assert err.splitlines()[-1] == (
         "dcpmi: group 'outer' holds itself (outer -> inner -> outer), so lm-eval would build it "
         f"forever; remove 'outer' from the task list of 'inner' ({tmp_path / 'inner.yaml'})."
+    )
+
+
+@pytest.mark.parametrize(
+    "members",
+    [
+        "[quiz_bad, outer]",  # after a task: the stack runs out while its data is read
+        "\n  - group: outer\n    task: [quiz_bad]\n  - quiz_bad",  # {group: outer, ...}
+    ],
+)
+def test_a_group_that_lists_itself_is_blamed_on_the_group_not_the_data(tmp_path, capsys, members):
+    from lm_eval_dcpmi import cli
+
+    write_task(tmp_path, write_jsonl(tmp_path, RECORDS))
+    (tmp_path / "outer.yaml").write_text(f"group: outer\ntask: {members}\n")
+    argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks", "outer"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "RecursionError" not in err and "quiz.jsonl" not in err
+    assert err.splitlines()[-1] == (
+        "dcpmi: group 'outer' holds itself (outer -> outer), so lm-eval would build it "
+        f"forever; remove 'outer' from the task list of 'outer' ({tmp_path / 'outer.yaml'})."
     )
 
 

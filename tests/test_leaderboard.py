@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from helpers import ROOT
+from helpers import ROOT, read_only_file_system
 
 from lm_eval_dcpmi import __version__, cli, embedded, task_configs_dir
 from lm_eval_dcpmi.errors import DCPMIError
@@ -425,6 +425,104 @@ def test_a_task_of_ones_own_names_its_dataset(tmp_path, capsys):
     assert (benchmark.task_id, benchmark.split) == ("hard", "validation")
     with pytest.raises(DCPMIError, match="expected TASK=HUB_ID"):
         parse_dataset_option("quiz_dcpmi=quiz")
+
+
+def _renamed(results: Path, old: str, new: str) -> None:
+    """``results`` with its task ``old`` named ``new`` everywhere the file names it (and
+    ``group_subtasks`` listing groups only, as lm-eval writes it)."""
+    data = json.loads(results.read_text())
+    for key in ("results", "configs", "versions", "n-samples"):
+        data[key][new] = data[key].pop(old)
+    data["group_subtasks"] = {
+        group: [new if t == old else t for t in members]
+        for group, members in data["group_subtasks"].items()
+        if members
+    }
+    results.write_text(json.dumps(data))
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("name", ["my/quiz_dcpmi", "../../../../etc/passwd", "dcpmi\x00copa"])
+def test_a_task_name_that_is_a_path_is_refused_in_one_line_by_every_command(tmp_path, capsys, name):
+    results = hand_made(tmp_path)
+    _renamed(results, "dcpmi_copa", name)
+    out = tmp_path / "deep" / "out"
+    bad = repr(next(c for c in ("/", "\0") if c in name))
+    why = (
+        f"{results}: the task name {name!r} cannot name a file (it holds {bad}); no run of "
+        "lm-eval writes such a name: the file is edited or forged (name it with letters, "
+        "digits, '_', '-' and '.').\n"
+    )
+    for command, prefix in (("export", "dcpmi export: "), ("verify", "dcpmi verify: "),
+                            ("report", "dcpmi report: error: ")):  # fmt: skip
+        args = [command, str(results), *(["--format", "hf"] if command == "export" else [])]
+        status = cli.main([*args, "--out", str(out)] if command != "verify" else args)
+        assert (status, capsys.readouterr().err) == (2, prefix + why), command
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["results_" + STAMP + ".json", "run"]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("form", ["eee", "hf", "model-index"])
+def test_export_to_a_read_only_out_is_one_line(tmp_path, capsys, monkeypatch, form):
+    results = hand_made(tmp_path)
+    out = tmp_path / "mounted" / "out"
+    read_only_file_system(monkeypatch, tmp_path / "mounted")
+    status, written, err = export(capsys, str(results), "--format", form, "--out", str(out))
+    assert (status, written) == (2, "")
+    assert err == (
+        f"dcpmi export: {out}: cannot be created (Read-only file system); give a folder "
+        "that can be written (nothing was written)\n"
+    )
+    assert list((tmp_path / "mounted").iterdir()) == []
+
+
+def derived_premise_results(tmp_path: Path) -> Path:
+    """``hand_made`` with dcpmi_copa as a task of one's own, quiz_dcpmi, whose domain
+    premise no one wrote: each document's last word (``dcpmi run --dcpmi_task quiz``)."""
+    path = hand_made(tmp_path)
+    text = path.read_text().replace('"dcpmi_copa"', '"quiz_dcpmi"')
+    data = json.loads(text)
+    metadata = data["configs"]["quiz_dcpmi"]["metadata"]
+    metadata.update(domain_premise=None, domain_premise_derived="last_word",
+                    premise_sha256="ab" * 32, dcpmi_task="quiz")  # fmt: skip
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.fast
+def test_exports_name_dcpmi_under_a_derived_premise(tmp_path, capsys):
+    from huggingface_hub import ModelCard
+
+    results = str(derived_premise_results(tmp_path))
+    status, _out, err = export(capsys, results, "--format", "eee", "--out", str(tmp_path / "e"))
+    assert status == 0, err
+    (path,) = (tmp_path / "e" / "data" / "dcpmi" / "EleutherAI" / "pythia-160m").iterdir()
+    record = json.loads(path.read_text())
+    validate("eval.schema.json", record)
+    scores = {r["evaluation_result_id"]: r for r in record["evaluation_results"]}
+    config = scores["quiz_dcpmi:acc_dcpmi"]["metric_config"]
+    assert config["metric_name"] == "DC-PMI (last-word premise) accuracy"
+    assert config["metric_parameters"]["domain_premise_derived"] == "last_word"
+    assert "domain_premise" not in config["metric_parameters"]  # none was written
+    details = scores["quiz_dcpmi:acc_dcpmi"]["generation_config"]["additional_details"]
+    assert details["domain_premise_derived"] == "last_word"
+    assert scores["quiz_dcpmi:acc"]["metric_config"]["metric_name"] == "LM accuracy"
+    assert scores["dcpmi_sst2:acc_dcpmi"]["metric_config"]["metric_name"] == "DC-PMI accuracy"
+    status, _out, err = export(capsys, results, "--format", "hf", "--dataset",
+                               "quiz_dcpmi=me/quiz", "--out", str(tmp_path / "s"))  # fmt: skip
+    assert status == 0, err
+    (entry,) = yaml.safe_load((tmp_path / "s" / ".eval_results" / "quiz_dcpmi.yaml").read_text())
+    assert (
+        "; DC-PMI (last-word premise): no domain premise written, each document's derived "
+        "from its premise (sha256 abababab);" in entry["notes"]
+    )
+    status, _out, err = export(capsys, results, "--format", "model-index", "--dataset",
+                               "quiz_dcpmi=me/quiz", "--out", str(tmp_path / "card"))  # fmt: skip
+    assert status == 0, err
+    card = ModelCard((tmp_path / "card" / "README.md").read_text(encoding="utf-8"))
+    names = {(r.metric_config, r.metric_type): r.metric_name for r in card.data.eval_results}
+    assert names[("quiz_dcpmi", "acc_dcpmi")] == "DC-PMI (last-word premise) accuracy"
+    assert names[("dcpmi_sst2", "acc_dcpmi")] == "DC-PMI accuracy"
 
 
 # ------------------------------------------------------------------ on a real run

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+import torch
 from helpers import (
     ForwardTokens,
     assert_same,
@@ -79,9 +80,15 @@ def _models(tmp_path_factory, family: str, **kwargs):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_each_family_scores_as_hf_and_shares_prefixes(tmp_path_factory, pairs, family):
+    from lm_eval_dcpmi.hf_prefix.reduced import attention_layout, reduced_copy
+
     hf, prefix = _models(tmp_path_factory, family)
     setup = prefix._setup
     assert setup is not None and setup.packed, f"{family}: the self-check refused the model"
+    # The self-check ran on a reduced copy of the family's own class and layout.
+    reduced = reduced_copy(prefix.model, prefix.device)
+    assert reduced is not None and type(reduced.fp32) is type(prefix.model)
+    assert attention_layout(reduced.fp32.config)[0] == setup.kinds
     assert setup.kinds == SLIDING.get(family, ("full_attention",))
     assert setup.window == (WINDOW if family in SLIDING else None) and setup.window_masks
     with ForwardTokens(hf.model) as hf_count:
@@ -131,3 +138,61 @@ def test_without_window_masks_only_the_requests_past_the_window_go_to_hf(
     past = sum(tokens(hf, *pair) - 1 > WINDOW for pair in pairs)
     (said,) = [line for line in lines if "longer than the model's sliding window" in line]
     assert said.startswith(f"hf-prefix: {past} of {len(pairs)} requests are longer")
+
+
+def test_the_self_check_never_runs_the_model_itself(tmp_path_factory):
+    """Its cost does not grow with the model: no forward call of the model itself, its
+    budgets' sizes read from the config and confirmed on the reduced copy."""
+    from lm_eval.models.huggingface import HFLM
+
+    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix.reduced import kv_per_token
+
+    folder = tiny_model(tmp_path_factory.mktemp("gemma"), "gemma3_text", **FAMILIES["gemma3_text"])
+    hf = HFLM(pretrained=str(folder), device="cpu", batch_size=8)
+    with ForwardTokens(hf.model) as count:
+        prefix = PrefixHFLM(pretrained=hf.model, tokenizer=hf.tokenizer, device="cpu", batch_size=8)
+    assert count.tokens == 0 and prefix._setup is not None and prefix._setup.packed
+    # 2 layers, 2 key/value heads of 16, keys and values: what the model's cache holds.
+    assert prefix._setup.kv_per_token == kv_per_token(hf.model.config) == 2 * 2 * 2 * 16
+    assert prefix._setup.vocab == hf.model.config.vocab_size
+
+
+def test_without_a_reduced_copy_the_model_itself_is_checked(tmp_path_factory, pairs, monkeypatch):
+    """A config that does not rebuild at a toy size: the same checks on the model itself."""
+    from lm_eval_dcpmi.hf_prefix import check
+
+    monkeypatch.setattr(check, "reduced_copy", lambda model, device: None)
+    hf, prefix = _models(tmp_path_factory, "mistral")
+    assert prefix._setup is not None and prefix._setup.packed and prefix._setup.window_masks
+    assert_same(
+        hf.loglikelihood(instances(pairs), disable_tqdm=True),
+        prefix.loglikelihood(instances(pairs), disable_tqdm=True),
+        [f"{pair!r:.80}" for pair in pairs],
+    )
+
+
+def test_in_bf16_hf_prefix_shares_prefixes_within_bf16s_rounding(tmp_path_factory, pairs):
+    """bf16 rounds each token's log-probability (to 1/16 near -13), and HFLM sums them in
+    bf16: hf-prefix passes its self-check there, sums as HFLM does (every answer a bf16
+    number) and answers within ``tolerance`` of hf in bf16, request by request."""
+    from lm_eval_dcpmi.hf_prefix.check import tolerance
+
+    hf, prefix = _models(tmp_path_factory, "llama", dtype="bfloat16")
+    assert prefix.model.dtype == torch.bfloat16 and prefix._setup.packed
+    expected = hf.loglikelihood(instances(pairs), disable_tqdm=True)
+    got = prefix.loglikelihood(instances(pairs), disable_tqdm=True)
+    for (want, _), (value, _), pair in zip(expected, got, pairs, strict=True):
+        assert abs(want - value) <= tolerance(torch.bfloat16, want), (pair, want, value)
+        assert torch.tensor(value, dtype=torch.bfloat16).item() == value, (pair, value)
+
+
+@pytest.mark.fast
+def test_the_tolerance_is_fp32s_or_two_roundings_of_a_16_bit_log_probability():
+    from lm_eval_dcpmi.hf_prefix.check import tolerance
+
+    assert tolerance(torch.float32, -13.5) == 1e-3
+    assert tolerance(torch.float64, -300.0) == 1e-3
+    assert tolerance(torch.bfloat16, -13.5) == 2 * 2**-7 * 13.5  # 0.2109375
+    assert tolerance(torch.float16, -13.5) == 2 * 2**-10 * 13.5
+    assert tolerance(torch.bfloat16, -0.01) == 1e-3  # never under fp32's

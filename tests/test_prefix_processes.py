@@ -82,22 +82,23 @@ def prefix_lm(hf_lm):
 
 
 # ---------------------------------------------------------------- the self-check
-def test_self_check_decision_is_agreed_in_one_collective(prefix_lm):
-    """A rank whose check fails the packed rows makes every rank use one per row."""
+def test_self_check_decision_is_agreed_one_collective_per_setup(prefix_lm):
+    """A rank whose check fails the packed rows makes every rank use one per row: each
+    rank makes one collective call per setup tried (packed rows, then one per row)."""
     hub = StubCollectives()
     views = rank_views(prefix_lm, hub)
-    views[1]._check_mode = lambda setup: "made-up failure" if setup.packed else None
+    views[1]._check_setup = lambda setup, reduced: "made-up failure" if setup.packed else None
     setups = on_every_rank(lambda rank: views[rank]._decide_setup())
     assert setups[0] == setups[1] == dataclasses.replace(prefix_lm._setup, packed=False)
-    assert hub.calls[0] == hub.calls[1] == [("gather", (2,), torch.int64)]
+    assert hub.calls[0] == hub.calls[1] == [("gather", (1,), torch.int64)] * 2
 
 
 def test_one_failing_rank_makes_every_rank_fall_back(prefix_lm):
     hub = StubCollectives()
     views = rank_views(prefix_lm, hub)
-    views[0]._probe = lambda: "made-up: no plain cache on this rank"
+    views[0]._probe = lambda layout, reduced: "made-up: no plain cache on this rank"
     assert on_every_rank(lambda rank: views[rank]._decide_setup()) == [None, None]
-    assert hub.calls[0] == hub.calls[1] == [("gather", (2,), torch.int64)]
+    assert hub.calls[0] == hub.calls[1] == [("gather", (1,), torch.int64)] * 2
 
 
 # ---------------------------------------------------------------- scoring

@@ -13,6 +13,7 @@ import random
 import pytest
 
 from lm_eval_dcpmi.hf_prefix.schedule import (
+    PACK_ROW,
     Answers,
     Budget,
     Pass,
@@ -137,7 +138,9 @@ def test_padding_rule(padded, real, ok):
 
 def test_budget_defaults_and_sizes():
     budget = Budget(tokens=10, vocab=7, kv_per_token=2)
-    assert (budget.memory, budget.cache) == (140, 140)
+    # hf's largest call: logits and log-probabilities (2 x 10 x 7), the cache it builds
+    # (10 x 2); the caches kept at once: half of that
+    assert (budget.memory, budget.cache) == (160, 80)
     assert budget.kept(rows=3, past=4, width=5) == 3 * 9 * 2
     # copy of the parent (3 x 4), the new cache (3 x 9), 2 x 6 scored positions' logits
     assert budget.call_memory(rows=3, past=4, width=5, scored=6) == 3 * 13 * 2 + 2 * 6 * 7
@@ -346,3 +349,51 @@ def test_divide_tops_cuts_a_short_top_over_a_large_subtree_for_two_workers():
     # a top long beside its subtree is left whole: copying it would cost more than it saves
     long_top = build_tree([((1,) * 30 + (2,), (9,)), ((1,) * 30 + (3,), (9,))])
     assert divide_tops(long_top, 10) == long_top
+
+
+# Real sizes' shapes (published configurations): logits and cache elements per position.
+REAL_SHAPES = {
+    "llama-3.1-8b": {"vocab": 128256, "kv_per_token": 2 * 32 * 8 * 128},
+    "mistral-7b": {"vocab": 32768, "kv_per_token": 2 * 32 * 8 * 128},
+    "phi-3-mini": {"vocab": 32064, "kv_per_token": 2 * 32 * 32 * 96},  # no grouped heads
+}
+
+
+@pytest.mark.parametrize("shape", REAL_SHAPES)
+@pytest.mark.parametrize("tight", [False, True])
+def test_the_cache_budget_holds_at_real_sizes_shapes(shape, tight):
+    """RACE's shape at a real model's sizes: 3 articles of 600 tokens, 5 questions each,
+    4 options of 2-9 tokens and the domain premise's 4 requests, batch size 4. Under the
+    default budget (``PrefixHFLM._budget``'s) and under a cache budget of one and a half
+    articles' caches, the caches kept at once stay within the cache budget (tight, they
+    reach it), each call within the memory budget, every target is scored once and no
+    more is forwarded than hf does."""
+    rng = random.Random(0)
+    pairs = set()
+    for _ in range(3):
+        article = tuple(rng.randrange(1000) for _ in range(600))
+        for _ in range(5):
+            question = article + tuple(rng.randrange(1000) for _ in range(12))
+            for _ in range(4):
+                option = tuple(rng.randrange(1000) for _ in range(rng.randint(2, 9)))
+                pairs.add((question, option))
+                pairs.add(((7, 8, 9), option))  # the domain premise
+    pairs = sorted(pairs)
+    tokens = 4 * max(len(c) + len(x) - 1 for c, x in pairs)
+    one_article = 600 * REAL_SHAPES[shape]["kv_per_token"]
+    cache = int(1.5 * one_article) if tight else None
+    budget = Budget(tokens=tokens, **REAL_SHAPES[shape], cache=cache)
+    scored, peak, forwarded, _ = simulate(pairs, budget, PACK_ROW)
+    expected = [
+        (i, p) for i, (c, x) in enumerate(pairs) for p in range(len(c) - 1, len(c) + len(x) - 1)
+    ]
+    assert sorted(scored) == sorted(expected)
+    assert peak <= budget.cache
+    if tight:
+        assert peak >= 0.6 * budget.cache, (peak, budget.cache)  # driven to its budget
+    for step in plan(build_tree(pairs), budget, PACK_ROW):
+        if isinstance(step, Pass) and len(step.rows) > 1:
+            scored_columns = len(set().union(*(row.scored_columns() for row in step.rows)))
+            n = len(step.rows)
+            assert budget.call_memory(n, step.past, step.width, n * scored_columns) <= budget.memory
+    assert forwarded <= sum(len(c) + len(x) - 1 for c, x in pairs)

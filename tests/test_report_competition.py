@@ -8,7 +8,15 @@ import io
 import math
 
 import pytest
-from report_helpers import entry, md_rows, metric_samples, png_size, results_dict, write_run
+from report_helpers import (
+    STAMP,
+    entry,
+    md_rows,
+    metric_samples,
+    png_size,
+    results_dict,
+    write_run,
+)
 
 from lm_eval_dcpmi.report import competition, load_results, report_command
 from lm_eval_dcpmi.report.results import run_from_dict
@@ -24,12 +32,12 @@ LM = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]
 DCPMI = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]
 
 
-def run_with_pma(tmp_path, reported=None):
+def run_with_pma(tmp_path, reported=None, pma=PMA):
     """A results folder of dcpmi_copa on the eight documents; ``reported``: the results'
     pma (default: the mean of the samples', as lm-eval computes it)."""
     values = {"acc": LM, "acc_dcpmi": DCPMI, "acc_avg": LM, "acc_norm": LM, "acc_unc": LM}
-    values |= {"pma": PMA, "pma_domain": PMA_DOMAIN}
-    mean = sum(PMA) / len(PMA) if reported is None else reported
+    values |= {"pma": pma, "pma_domain": PMA_DOMAIN}
+    mean = sum(pma) / len(pma) if reported is None else reported
     row = entry(0.5, 0.5, 0.5, 0.75, n=8, norm=0.5, **{"pma,none": mean, "pma_domain,none": 0.5})
     data = results_dict({"dcpmi_copa": row})
     return write_run(tmp_path / "run", data, {"dcpmi_copa": metric_samples(values)})
@@ -144,3 +152,35 @@ def test_a_task_with_fewer_documents_than_quartiles_has_no_row():
     data = results_dict({"dcpmi_copa": entry(0.5, 0.5, 0.5, 0.5, n=3)})
     run = run_from_dict(data, None, samples={"dcpmi_copa": samples})
     assert competition.competitions(run) == []
+
+
+def test_a_document_whose_pma_is_nan_is_named_where_it_is_left_out(tmp_path, capsys):
+    """Doc 3's PMA is NaN (a loglikelihood that is not finite; the results' mean is NaN
+    too): the section keeps the other seven, says under its table which it left out, and
+    the report warns on stderr; it is never dropped without a word."""
+    pma = [*PMA[:3], math.nan, *PMA[4:]]
+    path = run_with_pma(tmp_path, pma=pma)
+    (run,) = load_results([path])
+    (found,) = competition.competitions(run)
+    assert (found.n, found.left_out) == (7, (3,))
+    # 7 documents by PMA: docs 1 | 5, 7 | 6, 2 | 0, 4 (sizes floor(7k/4): 1, 2, 2, 2)
+    assert [q.comparison.counts.n for q in found.quartiles] == [1, 2, 2, 2]
+    assert [(q.low, q.high) for q in found.quartiles] == [
+        (0.01, 0.01),
+        (0.02, 0.04),
+        (0.50, 0.60),
+        (0.70, 0.80),
+    ]
+    assert report_command([str(path)]) == 0
+    out, err = capsys.readouterr()
+    per_task = out.split("## Surface form competition")[1].split("\nBy quartile:")[0]
+    assert md_rows(per_task)["dcpmi_copa"][0] == "7"
+    assert (
+        "\ndcpmi_copa: 1 of 8 documents left out, their PMA NaN (a loglikelihood that is not "
+        "finite): doc 3.\n" in out
+    )
+    samples = path.with_name(f"samples_dcpmi_copa_{STAMP}.jsonl")
+    assert err.splitlines() == [
+        f"dcpmi report: warning: {samples} (dcpmi_copa): the PMA of 1 document(s) is NaN (doc "
+        "3); the surface form competition section leaves them out"
+    ]

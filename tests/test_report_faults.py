@@ -3,13 +3,18 @@ with their position, and --out written all or nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
+from helpers import read_only_file_system
 from report_helpers import STAMP, entry, results_dict, ten_document_run
 
 from lm_eval_dcpmi import cli
+from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import load_results, report_command
 from lm_eval_dcpmi.report.loading import SamplesError
 from lm_eval_dcpmi.report.results import ReportError
@@ -221,3 +226,86 @@ def test_ctrl_c_in_report_is_one_line(tmp_path, capsys, monkeypatch):
         cli.main(["report", str(ten_document_run(tmp_path)), "--out", str(tmp_path / "o")]) == 130
     )
     assert capsys.readouterr().err == "\ndcpmi report: interrupted; no file was changed.\n"
+
+
+# ------------------------------------------------------------------ what a path is, names
+
+
+@contextlib.contextmanager
+def at_most(seconds: int):
+    """Fail the test instead of hanging (a FIFO waited on blocks forever)."""
+
+    def timed_out(_signum, _frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, timed_out)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_fifo_named_like_a_results_file_is_refused_by_every_command(tmp_path, capsys):
+    fifo = tmp_path / "runs" / "gpt2" / f"results_{STAMP}.json"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    why = (
+        f"{fifo}: a FIFO (named pipe), not a regular file; only files are read (replace it "
+        "with the file lm-eval wrote, or move it away)."
+    )
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    commands = {
+        "dcpmi verify: ": ["verify", str(runs)],
+        "dcpmi merge: ": ["merge", str(runs), "--out", str(out)],
+        "dcpmi export: ": ["export", str(runs), "--format", "hf", "--out", str(out)],
+        "dcpmi report: error: ": ["report", str(fifo)],
+    }
+    for prefix, command in commands.items():
+        with at_most(20):
+            status = cli.main(command)
+        assert (status, capsys.readouterr().err) == (2, f"{prefix}{why}\n"), command
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("..", "'..' is no file's name"),
+        (".", "'.' is no file's name"),
+        ("", "it is empty"),
+        ("dcpmi_copa/../../../evil", "it holds '/'"),
+        ("a\\b", "it holds '\\\\'"),
+        ("a\0b", "it holds '\\x00'"),
+        (7, "int, not text"),
+    ],
+)
+def test_a_name_read_from_a_file_that_leads_out_of_its_folder_is_refused(name, problem):
+    from lm_eval_dcpmi.json_files import checked_name
+
+    with pytest.raises(DCPMIError) as refused:
+        checked_name(name, "results.json", "the task name")
+    assert str(refused.value) == (
+        f"results.json: the task name {name!r} cannot name a file ({problem}); no run of "
+        "lm-eval writes such a name: the file is edited or forged (name it with letters, "
+        "digits, '_', '-' and '.')."
+    )
+    assert checked_name("dcpmi_copa", "x", "y") == "dcpmi_copa"
+    assert checked_name("EleutherAI__pythia-160m", "x", "y") == "EleutherAI__pythia-160m"
+
+
+def test_a_folder_that_cannot_be_made_writes_nothing_in_one_line(tmp_path, monkeypatch):
+    in_the_way = tmp_path / "file"
+    in_the_way.write_text("x")
+    outputs = [text_output(in_the_way / "out" / "a.md", "a\n")]
+    with pytest.raises(ReportError) as refused:
+        write_all(outputs, in_the_way / "out")
+    assert str(refused.value) == (
+        f"{in_the_way / 'out'}: cannot be created (Not a directory); give a folder that can "
+        "be written (nothing was written)"
+    )
+    read_only_file_system(monkeypatch, tmp_path / "ro")
+    with pytest.raises(ReportError, match=r"ro/out: cannot be created \(Read-only file sys"):
+        write_all([text_output(tmp_path / "ro" / "out" / "a.md", "a\n")], tmp_path / "ro" / "out")
+    assert list((tmp_path / "ro").iterdir()) == []

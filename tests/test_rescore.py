@@ -44,6 +44,21 @@ def test_the_documents_drawn_depend_on_the_seed_alone():
         parse_count("some")
 
 
+@pytest.mark.fast
+@pytest.mark.parametrize("tolerance", ["-1", "nan", "inf"])
+def test_a_tolerance_that_is_no_bound_is_refused_before_anything_is_read(
+    tmp_path, capsys, tolerance
+):
+    # -1 would fail every request (after the model loaded), NaN and inf would pass every
+    # one; the path is not even read (it does not exist: that error would come first)
+    status, out, err = verify(capsys, tmp_path / "none", "--rescore", "3", "--tolerance", tolerance)
+    assert (status, out) == (2, "")
+    assert err == (
+        f"dcpmi verify: --tolerance {float(tolerance)!r}: give the largest |loglikelihood "
+        "difference| accepted, a number 0 or more in nats (default 0.002).\n"
+    )
+
+
 def verify(capsys, *args) -> tuple[int, str, str]:
     status = cli.main(["verify", *map(str, args)])
     captured = capsys.readouterr()

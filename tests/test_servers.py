@@ -30,9 +30,13 @@ def _logprobs(tokens: list[int], mode: str) -> dict | None:
         values = [-1.0] * n
     else:  # "honest": made-up values, different per token
         values = [-0.1 * (1 + (t * 7919) % 13) for t in [*tokens, 0]]
+    if mode == "one-more":  # a value before the prompt's: every value one place off
+        values = [-0.7, *values]
     values[0] = None  # the first token has no log-probability, as OpenAI's API says
     top = [None] + [{f"t{i}": v} for i, v in enumerate(values[1:])]
-    return {"tokens": [f"t{i}" for i in range(n)], "token_logprobs": values, "top_logprobs": top}
+    # "tokens-off": the right log-probabilities beside one token too many
+    names = [f"t{i}" for i in range(len(values) + (mode == "tokens-off"))]
+    return {"tokens": names, "token_logprobs": values, "top_logprobs": top}
 
 
 class FakeServer:
@@ -91,6 +95,12 @@ REFUSED = {
     "no-echo": "every prompt log-probability of test requests is 0: it ignores echo=True",
     "zeros": "every prompt log-probability of test requests is 0",
     "equal": "it gives every token of test requests the same log-probability",
+    # one value more than the prompt's tokens: lm-eval would read each one place off (the
+    # longest prompt is answered first: 'The capital of France is a large city', 9 tokens)
+    "one-more": "its answer to a test prompt of 9 tokens holds 11 token_logprobs, not 10 (the "
+    "prompt's, echoed, and the one generated token), so every log-probability would be read "
+    "1 place(s) off",
+    "tokens-off": "its answer to a test prompt of 9 tokens holds 11 tokens, not 10",
 }
 
 

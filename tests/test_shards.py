@@ -14,10 +14,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers import SHARDED_TASK
+from helpers import SHARDED_TASK, read_only_file_system
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.leaderboard.shard_bounds import check_documents_once, recorded_shard
 from lm_eval_dcpmi.tasks.shards import Shard, parse_shard, refuse_with, shard_samples, split_shard
 
 # ------------------------------------------------------------------ the shares
@@ -58,6 +59,187 @@ def test_a_shard_is_not_combined_with_limit_samples_or_quick_nor_emptier_than_on
     assert shard_samples({"a": 5, "b": 3}, Shard(3, 3)) == {"a": [2], "b": [2]}
     with pytest.raises(DCPMIError, match="b has 3 document.s., fewer than 4 shards"):
         shard_samples({"a": 5, "b": 3}, Shard(4, 4))
+
+
+# ------------------------------------------------------------------ K and N from the scheduler
+
+
+def slurm_array(task: int, first: int, last: int, count: int, step: int = 1) -> dict[str, str]:
+    """A SLURM array task's environment, as sbatch sets it (measured on slurm 22.05: a list
+    such as --array=3,5 has a step of 1)."""
+    values = {"ID": task, "MIN": first, "MAX": last, "COUNT": count, "STEP": step}
+    return {
+        "SLURM_JOB_ID": "41",
+        **{f"SLURM_ARRAY_TASK_{name}": str(value) for name, value in values.items()},
+    }
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("value", "environ", "shard"),
+    [
+        ("slurm", slurm_array(3, 1, 8, 8), Shard(3, 8)),
+        ("SLURM", slurm_array(1, 1, 1, 1), Shard(1, 1)),
+        ("slurm/8", slurm_array(3, 1, 8, 8), Shard(3, 8)),
+        ("slurm/8", slurm_array(3, 3, 3, 1), Shard(3, 8)),  # shard 3 submitted again
+        ("slurm/8", slurm_array(5, 2, 5, 2), Shard(5, 8)),  # --array=2,5
+        ("kubernetes/4", {"JOB_COMPLETION_INDEX": "0"}, Shard(1, 4)),
+        ("k8s/4", {"JOB_COMPLETION_INDEX": "3"}, Shard(4, 4)),
+    ],
+)
+def test_the_scheduler_gives_k_and_n(value, environ, shard):
+    assert parse_shard(value, environ=environ) == shard
+
+
+@pytest.mark.fast
+def test_a_scheduler_shard_says_where_k_came_from():
+    shard = parse_shard("slurm", environ=slurm_array(3, 1, 8, 8))
+    assert shard.source == "SLURM_ARRAY_TASK_ID=3 of the array 1-8 (8 tasks)"
+    shard = parse_shard("kubernetes/4", environ={"JOB_COMPLETION_INDEX": "2"})
+    assert (str(shard), shard.source) == ("3/4", "JOB_COMPLETION_INDEX=2")
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("value", "environ", "message"),
+    [
+        (
+            "slurm",
+            {},
+            "--shard slurm: SLURM_ARRAY_TASK_ID is not set (not a task of a SLURM array job); "
+            "submit it with sbatch --array=1-N, or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            {"SLURM_JOB_ID": "7"},
+            "--shard slurm: SLURM_ARRAY_TASK_ID is not set (a SLURM job, but not a task of an "
+            "array job); submit it with sbatch --array=1-N, or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            {k: v for k, v in slurm_array(1, 1, 8, 8).items() if not k.endswith("COUNT")},
+            "--shard slurm: SLURM_ARRAY_TASK_COUNT is not set; run it as a task of an array "
+            "job (sbatch --array=1-N), or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            slurm_array(3, 1, 7, 4, step=2),  # --array=1-8:2
+            "--shard slurm: the array 1-7:2 (4 tasks) has a step of 2, so the shards between "
+            "its tasks would never run; submit --array=1-N.",
+        ),
+        (
+            "slurm",
+            slurm_array(0, 0, 7, 8),  # --array=0-7
+            "--shard slurm: the array 0-7 (8 tasks) does not start at 1; shards are 1..N: "
+            "submit --array=1-N (or give N for some of them only: --shard slurm/N).",
+        ),
+        (
+            "slurm",
+            slurm_array(4, 1, 4, 3),  # --array=1,2,4
+            "--shard slurm: the array 1-4 (3 tasks) holds 3 tasks but goes up to 4, so its "
+            "count differs from N; submit --array=1-N (or give N: --shard slurm/N).",
+        ),
+        (
+            "slurm/8",
+            slurm_array(9, 1, 9, 9),  # --array=1-9 for 8 shards
+            "--shard slurm/8: the array 1-9 (9 tasks) holds indices outside the shards 1-8; "
+            "submit --array=1-8, or only the shards to run again (e.g. --array=3).",
+        ),
+        (
+            "slurm/8",
+            slurm_array(0, 0, 7, 8),
+            "--shard slurm/8: the array 0-7 (8 tasks) holds indices outside the shards 1-8; "
+            "submit --array=1-8, or only the shards to run again (e.g. --array=3).",
+        ),
+        (
+            "slurm/0",
+            slurm_array(1, 1, 1, 1),
+            "--shard slurm/0: N must be a whole number of shards, 1 or more (e.g. --shard "
+            "slurm/8).",
+        ),
+        (
+            "kubernetes",
+            {"JOB_COMPLETION_INDEX": "0"},
+            "--shard kubernetes: give N too, the Job's completions (e.g. --shard "
+            "kubernetes/8): a pod of an Indexed Job knows only its own JOB_COMPLETION_INDEX.",
+        ),
+        (
+            "kubernetes/4",
+            {},
+            "--shard kubernetes/4: JOB_COMPLETION_INDEX is not set (not a pod of an Indexed "
+            "Job); run it in a Job with completionMode: Indexed and completions: 4, or give "
+            "--shard K/N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "4"},
+            "--shard k8s/4: JOB_COMPLETION_INDEX is 4, but 4 shards are indices 0-3; give "
+            "the Job's completions as N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "-1"},
+            "--shard k8s/4: JOB_COMPLETION_INDEX is '-1', not a whole number (not a pod of "
+            "an Indexed Job); run it in a Job with completionMode: Indexed and completions: "
+            "4, or give --shard K/N.",
+        ),
+    ],
+)
+def test_scheduler_variables_missing_or_unfit_are_refused_in_one_line(value, environ, message):
+    with pytest.raises(DCPMIError) as refused:
+        parse_shard(value, environ=environ)
+    assert str(refused.value) == message
+
+
+@pytest.mark.fast
+def test_dcpmi_run_refuses_shard_slurm_outside_an_array_job_in_one_line(capsys, monkeypatch):
+    for name in [*os.environ]:
+        if name.startswith("SLURM_"):
+            monkeypatch.delenv(name)
+    status = cli.main(["run", "--model", "dummy", "--tasks", "dcpmi_cb", "--shard", "slurm"])
+    assert (status, capsys.readouterr().err) == (
+        2,
+        "dcpmi: --shard slurm: SLURM_ARRAY_TASK_ID is not set (not a task of a SLURM array "
+        "job); submit it with sbatch --array=1-N, or give --shard K/N.\n",
+    )
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("recorded", "shown"),
+    [
+        ({"index": 3, "count": 2}, "3/2"),
+        ({"index": 0, "count": 0}, "0/0"),
+        ({"index": 1, "count": 0}, "1/0"),
+        ({"index": -1, "count": 2}, "-1/2"),
+        ({"index": "1", "count": 2}, "'1'/2"),
+        ({"index": True, "count": 2}, "True/2"),
+        ({"index": 1.0, "count": 2}, "1.0/2"),
+    ],
+)
+def test_a_recorded_shard_that_is_not_k_of_n_is_refused(recorded, shown):
+    with pytest.raises(DCPMIError) as refused:
+        recorded_shard(Path("r.json"), recorded)
+    assert str(refused.value) == (
+        f"r.json: records shard {shown} (dcpmi.shard), not K/N with 1 <= K <= N; no run of "
+        "dcpmi run --shard writes it; the file is edited or forged."
+    )
+    assert recorded_shard(Path("r.json"), {"index": 2, "count": 3}) == Shard(2, 3)
+    with pytest.raises(DCPMIError, match="r.json: not a shard .its results record no dcpmi"):
+        recorded_shard(Path("r.json"), None)
+
+
+@pytest.mark.fast
+def test_a_document_in_two_shards_is_refused():
+    shares = [("shard 1/2 (a)", [{"doc_id": 0}, {"doc_id": 2}]), ("shard 2/2 (b)", [{"doc_id": 1}])]
+    check_documents_once("dcpmi_cb", shares)  # each once: nothing to say
+    shares.append(("shard 3/3 (c)", [{"doc_id": 4}, {"doc_id": 2}]))
+    with pytest.raises(DCPMIError) as refused:
+        check_documents_once("dcpmi_cb", shares)
+    assert str(refused.value) == (
+        "shard 3/3 (c) and shard 1/2 (a) both hold document 2 of dcpmi_cb: the shards "
+        "overlap; give each shard of one run once."
+    )
 
 
 # ------------------------------------------------------------------ merging real shards
@@ -271,3 +453,104 @@ def test_samples_of_a_share_log_their_documents_true_ids_in_every_release():
     )
     logged = [int(s["doc_id"]) for s in results["samples"][SHARDED_TASK]]
     assert logged == share
+
+
+# ------------------------------------------------------------------ what a shard's files record
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_forged_shard_beyond_n(shard_runs, tmp_path, capsys):
+    """Shard 1/3's samples less their first document are exactly what a shard 4/3 would
+    hold (documents 3, 6, ..., 54): given beside 1/3-3/3 it would count 18 documents
+    twice. --shard refuses 4/3, and so does merge, whatever the file records."""
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
+    forged = shutil.copytree(one, tmp_path / "4of3")
+    _edit_samples(forged, lambda lines: lines.pop(0))
+    _edit_results(forged, _set(("dcpmi", "shard", "index"), 4))
+    path, _data = _results(forged)
+    _refused(
+        capsys,
+        [one, two, three, forged],
+        tmp_path / "out",
+        f"dcpmi merge: {path}: records shard 4/3 (dcpmi.shard), not K/N with 1 <= K <= N; no "
+        "run of dcpmi run --shard writes it; the file is edited or forged.",
+    )
+
+
+@pytest.mark.slow
+def test_merge_bounds_every_count_a_shard_records_by_the_data(shard_runs, tmp_path, capsys):
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
+    path, saved = _results(one)
+    _edit_results(one, _set(("dcpmi", "shard"), {"index": 0, "count": 0}))  # range(0, n, 0)
+    _refused(capsys, [one, two, three], tmp_path / "a", f"{path}: records shard 0/0")
+    # N = 10^12 (a list of the missing shards would fill the memory): more than documents
+    _edit_results(one, _set(("dcpmi", "shard"), {"index": 1, "count": 10**12}))
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "b",
+        f"shard 1/{10**12} ({path}) ({SHARDED_TASK}): a shard of {10**12}, but the split has "
+        "56 documents, so some shards would hold none (dcpmi run --shard refuses that); no "
+        "run of dcpmi run --shard writes it; the file is edited or forged.",
+    )
+    # and the split size with it: the task built from the data has 56
+    _edit_results(one, _set(("n-samples", SHARDED_TASK, "original"), 10**12))
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "c",
+        f"({SHARDED_TASK}): records a split of {10**12} documents (n-samples.{SHARDED_TASK}."
+        f"original), but {SHARDED_TASK} built here from the data has 56; the shard is not of "
+        "this data (check --data_dir).",
+    )
+    path.write_text(json.dumps(saved))
+
+
+@pytest.mark.slow
+def test_merge_writes_nothing_outside_out(shard_runs, tmp_path, capsys, monkeypatch):
+    one, two, three = _copy(shard_runs, tmp_path, "1of3", "2of3", "3of3")
+    path, saved = _results(one)
+    before = sorted(tmp_path.rglob("*"))
+    # --out inside a shard's folder: that shard would hold a results file that is no shard
+    _refused(
+        capsys,
+        [one, two, three],
+        one / "merged",
+        f"dcpmi merge: --out {one / 'merged'}: inside the shard folder {one}, where the merged "
+        "results file would be read as a shard the next time; give a folder outside the "
+        "shards.",
+    )
+    # a model_name of '..': out/<model> would be out's parent
+    for folder in (one, two, three):
+        _edit_results(folder, _set(("model_name",), ".."))
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "out",
+        f"dcpmi merge: {path}: model_name '..' cannot name a file ('..' is no file's name)",
+    )
+    path.write_text(json.dumps(saved))
+    # a task name that climbs out of the folder
+    _edit_results(one, lambda data: data["results"].update(
+        {"dcpmi_cb/../../../evil": data["results"][SHARDED_TASK]}))  # fmt: skip
+    _edit_results(one, lambda data: data["configs"].update(
+        {"dcpmi_cb/../../../evil": data["configs"][SHARDED_TASK]}))  # fmt: skip
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "out",
+        f"dcpmi merge: {path}: the task name 'dcpmi_cb/../../../evil' cannot name a file (it "
+        "holds '/')",
+    )
+    path.write_text(json.dumps(saved))
+    assert sorted(tmp_path.rglob("*")) == before
+    # --out on a read-only file system
+    mounted = tmp_path / "mounted"
+    read_only_file_system(monkeypatch, mounted)
+    status, _out, err = merge(capsys, one, two, three, "--out", mounted)
+    model = _results(one)[1]["model_name_sanitized"]
+    assert (status, err) == (2, (
+        f"dcpmi merge: {mounted / model}: cannot be created (Read-only file system); give a "
+        "folder that can be written (nothing was written)\n"
+    ))  # fmt: skip
+    assert list(mounted.iterdir()) == []

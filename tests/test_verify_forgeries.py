@@ -309,3 +309,33 @@ def test_results_written_before_pma_verify_without_it(run, capsys):
     status, out, err = verify(capsys, run)
     assert status == 0, err
     assert "pma 0." in out  # recomputed all the same, shown as a probability
+
+
+def test_a_made_up_task_beside_a_verified_one_is_refused(run, capsys):
+    """dcpmi_imaginary, acc_dcpmi 0.99, beside the real task: no samples, no config, not
+    installed. `dcpmi report` shows it as a DC-PMI row of 99.0; verify cannot build it
+    again, so it names it and fails instead of counting only what it could check."""
+    data, lines = read(run)
+    real = data["results"][SHARDED_TASK]  # its other metrics, after the forged headline
+    others = {k: v for k, v in real.items() if k != "alias" and "dcpmi" not in k}
+    data["results"]["dcpmi_imaginary"] = {"alias": "x", "acc_dcpmi,none": 0.99, **others}
+    write(run, data, lines)
+    status, out, err = verify(capsys, run)
+    results, _ = _files(run)
+    assert (status, err.splitlines()) == (1, [
+        f"dcpmi verify: {results} (dcpmi_imaginary): reports acc_dcpmi, a DC-PMI metric, but "
+        "the file records no DC-PMI task or group of that name (configs.dcpmi_imaginary."
+        "metadata.domain_premise, or group_subtasks), so it cannot be built again and "
+        "recomputed; no run writes such an entry (remove it)",
+        "dcpmi verify: FAILED, 1 difference(s).",
+    ])  # fmt: skip
+    assert "verified" not in out
+    # a config that claims it for a DC-PMI task: no samples to rebuild it from
+    data["configs"]["dcpmi_imaginary"] = {"metadata": {"domain_premise": "Answer:"}}
+    write(run, data, lines)
+    status, out, err = verify(capsys, run)
+    assert status == 1
+    assert (
+        f"dcpmi verify: {results} (dcpmi_imaginary): no samples file beside the results file; "
+        "rerun with --log_samples\n" in err
+    )

@@ -23,6 +23,8 @@ to lm-eval (see `lm_eval run --help`), except:
       --tasks (alone, it replaces the default dcpmi group), so the base task can run
       beside it: dcpmi run --tasks arc_easy --dcpmi_task arc_easy="Answer:" --limit 20
       For a newline in PREMISE use the shell's quoting, e.g. $'\\nAnswer:'.
+      --dcpmi_task TASK alone takes each document's last word of its premise as its
+      domain premise (the paper's rule; results say "DC-PMI (last-word premise)").
   --model_id ORG/NAME   the model's hub id, written into the results files when the
       model is a local folder that names none (the embedded model and hub ids need none);
       see docs/leaderboards.md
@@ -33,6 +35,10 @@ to lm-eval (see `lm_eval run --help`), except:
       document K-1 (as lm-eval deals documents to its ranks), e.g. one SLURM array job
       each; `dcpmi merge SHARDS... --out DIR` joins the N runs into one. Not with --limit,
       --samples or --quick.
+  --shard slurm   K and N from the SLURM array job (sbatch --array=1-N); slurm/N: N
+      given, and the array any of the shards 1..N (e.g. --array=3 to run shard 3 again);
+      kubernetes/N: K from an Indexed Job's JOB_COMPLETION_INDEX (0-based) of N
+      completions. Refused in one line when the variables are missing or do not fit.
   --tasks list   list the plugin's groups, tags and tasks (as `dcpmi tasks`).
 
 The tasks (configs, data, every document) are checked before the model loads; errors in

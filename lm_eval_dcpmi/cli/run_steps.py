@@ -39,6 +39,7 @@ from lm_eval_dcpmi.cli import lm_eval_options, option_checks, saving
 from lm_eval_dcpmi.cli.derived_tasks import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
+    option_value,
     split_dcpmi_tasks,
     write_derived_tasks,
 )
@@ -46,7 +47,7 @@ from lm_eval_dcpmi.cli.lm_eval_options import lm_eval_argv
 from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
 from lm_eval_dcpmi.harness import index
 from lm_eval_dcpmi.leaderboard.portable import after_run, split_model_id
-from lm_eval_dcpmi.tasks import quick_look, shards
+from lm_eval_dcpmi.tasks import quick_look, references, shards
 
 
 class Terminated(BaseException):
@@ -81,6 +82,8 @@ def run(forwarded: Sequence[str]) -> int:
     model_id, forwarded = split_model_id(forwarded)
     quick, forwarded = quick_look.split_quick(forwarded)
     shard, forwarded = shards.split_shard(forwarded)
+    if shard is not None and shard.source:  # the job's log says which shard it scored
+        print(f"dcpmi: --shard: shard {shard} ({shard.source})", file=sys.stderr)
     if lm_eval_options.read(["run", *forwarded]).tasks == ["list"]:  # lm-eval's old habit
         from lm_eval_dcpmi.cli import tasks as task_list
 
@@ -113,7 +116,7 @@ class CheckedRun:
 
 def check_tasks(
     argv: Sequence[str],
-    derived: Sequence[tuple[str, str]] = (),
+    derived: Sequence[tuple[str, str | None]] = (),
     quick: int | None = None,
     shard: shards.Shard | None = None,
 ) -> CheckedRun:
@@ -152,6 +155,9 @@ def check_tasks(
                 f"lm-eval could not load a task's dataset ({type(err).__name__}: {err}). "
                 + offline_fix()
             ) from None
+    if getattr(config, "log_samples", False):  # any task's, now: not after scoring it
+        for name in tasks:
+            references.check_task_name(name, str(index.entry_yaml(manager, name) or "its YAML"))
     sizes = {name: len(task.eval_docs) for name, task in tasks.items()}
     check_samples(config.samples, sizes)
     checked = CheckedRun(config, quick, shard)
@@ -209,7 +215,7 @@ def _closest(name: str, candidates: Sequence[str]) -> list[str]:
     return [c for c, r in zip(close, ratio, strict=True) if r == max(ratio)]
 
 
-def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str]]) -> None:
+def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str | None]]) -> None:
     """Every ``--dcpmi_task`` base task is registered; else an error with close names
     (never a variant written for this run)."""
     ours = {base + DERIVED_SUFFIX for base, _premise in derived}
@@ -219,8 +225,9 @@ def check_base_tasks(registered: Sequence[str], derived: Sequence[tuple[str, str
         if base in known_set:
             continue
         raise DCPMIError(
-            f"{DCPMI_TASK_OPTION} {f'{base}={premise}'!r}: {base!r} is not a registered task "
-            f"(searched lm-eval's tasks, the plugin's and --include_path).{_close(base, known)}"
+            f"{DCPMI_TASK_OPTION} {option_value(base, premise)!r}: {base!r} is not a registered "
+            "task (searched lm-eval's tasks, the plugin's and --include_path)."
+            f"{_close(base, known)}"
             " A task of your own needs its folder in --include_path."
         )
 

@@ -73,7 +73,7 @@ def add_verify_arguments(parser: argparse.ArgumentParser) -> None:
 def run_verify(args: argparse.Namespace) -> int:
     import secrets
 
-    from lm_eval_dcpmi.leaderboard.rescore import RescoreOptions, parse_count
+    from lm_eval_dcpmi.leaderboard.rescore import RescoreOptions, check_tolerance, parse_count
     from lm_eval_dcpmi.leaderboard.verify import VerifyOptions, summary, verify
 
     try:
@@ -81,8 +81,8 @@ def run_verify(args: argparse.Namespace) -> int:
         if args.rescore is not None:
             seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
             rescore = RescoreOptions(
-                parse_count(args.rescore), seed, args.tolerance, args.model, args.model_args,
-                args.device, args.batch_size,
+                parse_count(args.rescore), seed, check_tolerance(args.tolerance), args.model,
+                args.model_args, args.device, args.batch_size,
             )  # fmt: skip
         options = VerifyOptions(
             args.tokenizer, args.data_dir, tuple(args.include_path), True, rescore

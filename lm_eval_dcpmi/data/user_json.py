@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.data.text_files import is_utf8, json_file_problem, not_utf8_message
-from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
+from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError, cause_of
 
 
 def _data_files(dataset_kwargs: dict[str, Any] | None) -> list[tuple[str, Path]]:
@@ -66,6 +66,9 @@ def loading_json(task: str, source: str, config: Any) -> Iterator[None]:
     except DCPMIError:
         raise
     except Exception as err:
+        recursion = cause_of(err, RecursionError)
+        if recursion is not None:  # the stack ran out (a group that holds itself): no file's
+            raise recursion from None  # fault; the caller names the group
         problem = _json_file_problem(config.dataset_kwargs)
         if problem is None:
             reason = err.__cause__ or err

@@ -65,11 +65,27 @@ def group_cycle(manager: Any, name: str, path: tuple[str, ...] = ()) -> list[str
     config = getattr(entry, "cfg", None)
     if not isinstance(config, Mapping) or "group" not in config:
         return None
-    members = config.get("task") or []
+    return _members_cycle(manager, config.get("task"), (*path, name))
+
+
+def _members_cycle(manager: Any, members: Any, path: tuple[str, ...]) -> list[str] | None:
+    """``group_cycle`` through a group's ``task:`` list: names, ``{task: name, ...}``, and
+    ``{group: name, ...}``, which lm-eval builds as the registered group of that name, or
+    else as an inline group of the members it lists (``_build_group_members``)."""
     for member in members if isinstance(members, list) else [members]:
-        child = member.get("task") or member.get("group") if isinstance(member, Mapping) else member
+        if not isinstance(member, Mapping):
+            child: Any = member
+        elif isinstance(member.get("group"), str) and member["group"] in task_index(manager):
+            child = member["group"]
+        elif "group" in member:
+            found = _members_cycle(manager, member.get("task"), path)
+            if found:
+                return found
+            continue
+        else:
+            child = member.get("task")
         if isinstance(child, str):
-            found = group_cycle(manager, child, (*path, name))
+            found = group_cycle(manager, child, path)
             if found:
                 return found
     return None

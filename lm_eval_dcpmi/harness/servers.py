@@ -8,7 +8,9 @@ multiple-choice run then reports chance-level accuracies without a word (llama.c
 server did, lm-eval's issues say). So before ``evaluate`` scores a DC-PMI task through
 such a backend, a few made-up requests are scored; a server whose answers cannot be
 prompt log-probabilities is refused in one line (``DCPMIConfigError``), before any
-result is written.
+result is written: values all 0, positive, not finite or the same for every token, and
+answers whose log-probabilities (or tokens, where returned) are not one per token of the
+prompt sent plus the generated one, which would put every value places off.
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ def check_prompt_logprobs(api: Any) -> None:
     requests = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(PROBE)]
     hook = api.cache_hook
     api.cache_hook = CacheHook(None)  # the probe's answers stay out of --use_cache's store
+    answered: list[tuple[Any, Any]] = []  # (the server's answer, the prompts' tokens)
+    parse = api.parse_logprobs
+
+    def keeping(outputs: Any, tokens: Any = None, ctxlens: Any = None, **kwargs: Any) -> Any:
+        answered.append((outputs, tokens))
+        return parse(outputs=outputs, tokens=tokens, ctxlens=ctxlens, **kwargs)
+
+    api.parse_logprobs = keeping  # lm-eval calls self.parse_logprobs: this probe's only
     try:
         answers = api.loglikelihood(requests, disable_tqdm=True)
         values = [float(value) for value, _greedy in answers]
@@ -76,9 +86,39 @@ def check_prompt_logprobs(api: Any) -> None:
         raise DCPMIConfigError(_refusal(server, missing)) from err
     finally:
         api.cache_hook = hook
-    problem = _degenerate(values, [_token_count(api, cont) for _, cont in PROBE])
+        del api.parse_logprobs
+    tokens = [_token_count(api, cont) for _, cont in PROBE]
+    problem = _degenerate(values, tokens) or _misaligned(answered)
     if problem is not None:
         raise DCPMIConfigError(_refusal(server, problem))
+
+
+def _misaligned(answered: list[tuple[Any, Any]]) -> str | None:
+    """Where an answer's prompt log-probabilities (and tokens, where the server returns
+    them) are not one per token of the prompt sent plus the one generated token: lm-eval
+    reads the continuation's as ``token_logprobs[ctxlen:-1]``, so any other count shifts
+    every value. Answers not in the OpenAI completions shape are left to the parser."""
+    for outputs, prompts in answered:
+        for output in outputs if isinstance(outputs, list) else [outputs]:
+            choices = output.get("choices") if isinstance(output, dict) else None
+            if not isinstance(choices, list) or not isinstance(prompts, list):
+                continue
+            ordered = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c, dict) else 0)
+            for choice, prompt in zip(ordered, prompts, strict=False):
+                logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+                if not isinstance(logprobs, dict) or not isinstance(prompt, list):
+                    continue
+                expected = len(prompt) + 1
+                for key in ("token_logprobs", "tokens"):
+                    found = logprobs.get(key)
+                    if isinstance(found, list) and len(found) != expected:
+                        return (
+                            f"its answer to a test prompt of {len(prompt)} tokens holds "
+                            f"{len(found)} {key}, not {expected} (the prompt's, echoed, and "
+                            "the one generated token), so every log-probability would be read "
+                            f"{abs(len(found) - expected)} place(s) off"
+                        )
+    return None
 
 
 def _degenerate(values: list[float], tokens: list[int]) -> str | None:

@@ -15,9 +15,10 @@ once, on top of its parent's key/value cache, in passes planned by ``schedule``:
 3. a pass over nodes with children keeps its cache until their subtrees are done.
 
 The caches alive at once are bounded by a cache budget (model argument
-``prefix_cache_mb``; by default what ``hf``'s largest call holds in logits, see
-``schedule``); a node whose cache does not fit is forwarded again in front of
-each child instead, so a small budget costs speed, never exactness.
+``prefix_cache_mb``; by default half of what ``hf``'s largest call holds, so that the
+peak stays within 1.5 times ``hf``'s, see ``schedule``); a node whose cache does not
+fit is forwarded again in front of each child instead, so a small budget costs speed,
+never exactness.
 
 The loglikelihoods and ``is_greedy`` flags are those of ``hf`` up to floating-point
 rounding (the same logits, computed in different matrix shapes). Requests that
@@ -124,6 +125,8 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         # Before the self-check, which then checks the packed weights too.
         self._packed = kernels.use_packed(self.model, self.device, prefix_kernels, self._autocast)
         self._told_window = False  # the line on requests past a sliding window: said once
+        # The log-probabilities' dtype (the logits' unless softmax_dtype says): hf_sum's.
+        self._logprob_dtype = self._softmax or torch.float32
         # Every process gets here, in the same order: the one place for the collective
         # call that makes all processes take the self-check's decision together.
         self._setup: Setup | None = self._decide_setup() if self.backend == "causal" else None
@@ -156,7 +159,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
             self.cache_hook.add_partial("loglikelihood", requests[index][0], answer)
             pbar.update(1)
 
-        answers = Answers(len(requests), pairs, on_answer)
+        answers = Answers(len(requests), pairs, on_answer, self.hf_sum)
         if truncated:
             # HFLM's own code (it feeds the cache hook itself). override_bs: HFLM must
             # not detect a batch size here, a collective call only some processes reach.
@@ -170,6 +173,11 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         self._score(list(pairs), self._budget(batch_size, pairs, setup), answers.score, setup)
         pbar.close()
         return answers.in_request_order()
+
+    def hf_sum(self, values: list[float]) -> float:
+        """A continuation's log-likelihood as HFLM sums it: its tokens' log-probabilities
+        summed by torch in their own dtype (in bf16, -240.3 becomes -240.0)."""
+        return float(torch.tensor([values], dtype=self._logprob_dtype).sum())
 
     def _past_window(self, requests: Sequence[Request], setup: Setup) -> list[int]:
         """Without window masks (``Setup.window_masks``): the requests whose input is
@@ -225,8 +233,16 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         return max(1, self.detect_batch_size(probe))
 
     # ------------------------------------------------------------------ scoring
-    def _score(self, pairs: Sequence[Pair], budget: Budget, score: Score, setup: Setup) -> None:
-        """Score every token of every pair, handing each to ``score``.
+    def _score(
+        self,
+        pairs: Sequence[Pair],
+        budget: Budget,
+        score: Score,
+        setup: Setup,
+        model: Any = None,
+    ) -> None:
+        """Score every token of every pair, handing each to ``score``; ``model``: another
+        model to drive instead of this one's (the self-check's reduced copy).
 
         With several workers (CPU: one per core), subtrees that share nothing are scored
         in as many threads at once, each with one torch thread and its share of the
@@ -237,8 +253,9 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         if self._workers > 1:  # a subtree of over half a worker's share is cut (divide_tops)
             tops = divide_tops(tops, tree_tokens(tops) // (2 * self._workers) + 1)
         groups = split_tops(tops, self._workers) if self._workers > 1 else [tops]
+        model = self.model if model is None else model
         if len(groups) == 1:
-            return self._run_plan(tops, budget, score, setup)
+            return self._run_plan(model, tops, budget, score, setup)
         lock = threading.Lock()
 
         def locked(pair: int, value: float, greedy: bool) -> None:
@@ -256,7 +273,8 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
                 with ThreadPoolExecutor(len(groups), thread_name_prefix="hf-prefix") as pool:
                     share = budget.shared(len(groups))
                     futures = [
-                        pool.submit(self._run_plan, g, share, locked, setup, stop) for g in groups
+                        pool.submit(self._run_plan, model, g, share, locked, setup, stop)
+                        for g in groups
                     ]
                     try:
                         wait(futures, return_when=FIRST_EXCEPTION)
@@ -269,6 +287,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
 
     def _run_plan(
         self,
+        model: Any,
         tops: Sequence[Node],
         budget: Budget,
         score: Score,
@@ -284,13 +303,15 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
                     del held[step.id]
                     continue
                 parent = held[step.parent] if step.parent is not None else None
-                kept = self._forward(step, parent, score, setup)
+                kept = self._forward(model, step, parent, score, setup)
                 if step.keep:
                     if kept is None:  # checked by the self-check; a model could still change
                         raise RuntimeError("hf-prefix: the model returned no plain key/value cache")
                     held[step.id] = kept
 
-    def _forward(self, step: Pass, parent: Kept | None, score: Score, setup: Setup) -> Kept | None:
+    def _forward(
+        self, model: Any, step: Pass, parent: Kept | None, score: Score, setup: Setup
+    ) -> Kept | None:
         """Run one pass, score its targets, and return its cache if it is kept.
 
         Rows are right-aligned (padded on the left), so that the rows' last tokens, where
@@ -332,7 +353,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
             kwargs[setup.cache_arg] = gather_cache(parent.layers, rows, self.device)
             kwargs["use_cache"] = True
         kwargs["attention_mask"] = masks.layer_masks(
-            self.model, self.device, allowed, positions, key_positions, setup
+            model, self.device, allowed, positions, key_positions, setup
         )
         columns = sorted({column for _, column, _, _ in where}) or [width - 1]
         if setup.keep_arg is not None:  # only these positions go through the LM head
@@ -341,12 +362,13 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         else:
             index = {column: column for column in columns}
         kwargs = {k: v.to(self.device) if torch.is_tensor(v) else v for k, v in kwargs.items()}
-        out = self.model(input_ids=inputs.to(self.device), **kwargs)
+        out = model(input_ids=inputs.to(self.device), **kwargs)
         if where:
             r_index = torch.tensor([r for r, _, _, _ in where], device=self.device)
             c_index = torch.tensor([index[c] for _, c, _, _ in where], device=self.device)
             tokens = torch.tensor([t for _, _, t, _ in where], device=self.device)
             logprobs = F.log_softmax(out.logits[r_index, c_index], dim=-1, dtype=self._softmax)
+            self._logprob_dtype = logprobs.dtype
             values = logprobs.gather(-1, tokens[:, None])[:, 0].tolist()
             greedy = (logprobs.argmax(dim=-1) == tokens).tolist()
             del logprobs

@@ -16,11 +16,12 @@ bounds, in ``Budget``, size the passes:
 * ``tokens``: token positions per call, at most ``hf``'s largest call (``batch_size``
   rows of the longest request);
 * ``memory``: what one call holds (its copy of the parent cache, the cache it builds,
-  its logits and log-probabilities), at most what ``hf``'s largest call holds in logits
-  and log-probabilities;
+  its logits and log-probabilities), at most what ``hf``'s largest call holds (its
+  logits and log-probabilities, and the cache its forward builds);
 * ``cache``: the caches kept at once (the current path's kept passes), the *cache
-  budget*. A node whose cache alone would not fit is not kept: its tokens go in front of
-  each of its children instead (``tree.collapse``). Under a small budget this
+  budget*, by default half of ``memory`` (see ``Budget``). A node whose cache alone
+  would not fit is not kept: its tokens go in front of each of its children instead
+  (``tree.collapse``). Under a small budget this
   degrades step by step towards ``hf``'s cost (every request's full input forwarded),
   never beyond it, and never above the budget except for a single row that ``hf``
   itself would forward whole.
@@ -90,8 +91,11 @@ class Budget:
 
     ``tokens``: positions per call (``hf``'s largest call: batch_size x longest request).
     ``vocab``: logits per position; ``kv_per_token``: cache elements per position (all
-    layers, keys and values). ``memory`` defaults to ``hf``'s largest call's logits and
-    log-probabilities (2 x tokens x vocab); ``cache`` to ``memory``.
+    layers, keys and values). ``memory`` defaults to what ``hf``'s largest call holds: its
+    logits and log-probabilities (2 x tokens x vocab) and the cache its forward builds
+    (tokens x kv_per_token). ``cache`` defaults to half of that: a call and the caches kept
+    at once then hold at most 1.5 times what ``hf``'s largest call holds, so that
+    ``hf-prefix``'s peak stays within 1.5 times ``hf``'s at the same batch size.
     """
 
     def __init__(
@@ -105,8 +109,8 @@ class Budget:
         self.tokens = max(1, tokens)
         self.vocab = vocab
         self.kv = kv_per_token
-        self.memory = memory if memory is not None else 2 * self.tokens * vocab
-        self.cache = cache if cache is not None else self.memory
+        self.memory = memory if memory is not None else self.tokens * (2 * vocab + kv_per_token)
+        self.cache = cache if cache is not None else self.memory // 2
 
     def shared(self, parts: int) -> Budget:
         """This budget's memory and cache split between ``parts`` workers running at once."""
@@ -318,6 +322,8 @@ class Answers:
 
     ``on_answer(index, answer)`` runs for every request as soon as its pair's last target
     is scored (the cache hook of ``--use_cache`` stores answers as they are computed).
+    ``total``: a pair's log-likelihood from its tokens' log-probabilities in token order
+    (``PrefixHFLM`` sums them as HFLM does, in their own dtype).
     """
 
     def __init__(
@@ -325,12 +331,14 @@ class Answers:
         n_requests: int,
         pairs: dict[Pair, list[int]],
         on_answer: Callable[[int, Answer], None],
+        total: Callable[[list[float]], float] = sum,
     ) -> None:
         self._answers: list[Answer | None] = [None] * n_requests
         self._on_answer = on_answer
+        self._total = total
         self._requests = list(pairs.values())
         self._remaining = [len(continuation) for _context, continuation in pairs]
-        self._sums = [0.0] * len(pairs)
+        self._values: list[list[float]] = [[] for _ in pairs]
         self._greedy = [True] * len(pairs)
 
     def put(self, index: int, answer: Answer) -> None:
@@ -339,11 +347,12 @@ class Answers:
 
     def score(self, pair: int, logprob: float, greedy: bool) -> None:
         """One scored token of pair ``pair``."""
-        self._sums[pair] += logprob
+        self._values[pair].append(logprob)
         self._greedy[pair] = self._greedy[pair] and greedy
         self._remaining[pair] -= 1
         if self._remaining[pair] == 0:
-            answer = (self._sums[pair], self._greedy[pair])
+            answer = (self._total(self._values[pair]), self._greedy[pair])
+            self._values[pair] = []
             for index in self._requests[pair]:
                 self._answers[index] = answer
                 self._on_answer(index, answer)

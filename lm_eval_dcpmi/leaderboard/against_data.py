@@ -2,10 +2,10 @@
 
 Each function compares one thing and returns findings naming the file, task, document and
 what differs: the document ids (``document_ids``), the data files' digests
-(``data_findings``), the recorded counts and the range the run covered
-(``split_findings``), each document's requests, target, hashes and answers
-(``document_findings``), and lm-eval's ``task_hashes`` (``hash_findings``). Each kind of
-difference is shown for the first ``SHOWN`` documents, then counted.
+(``data_findings``), the premise recorded (``premise_findings``), the recorded counts and
+the range the run covered (``split_findings``), each document's requests, target, hashes
+and answers (``document_findings``), and lm-eval's ``task_hashes`` (``hash_findings``).
+Each kind of difference is shown for the first ``SHOWN`` documents, then counted.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from lm_eval_dcpmi.leaderboard.rebuild import RebuiltTask
 from lm_eval_dcpmi.leaderboard.recompute import Finding, number
 from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry
 from lm_eval_dcpmi.report.samples import HASH_FIELDS, request_pairs, task_hash
+from lm_eval_dcpmi.tasks import premise_digest
 
 # Beyond this many documents with the same kind of difference, one line counts the rest.
 SHOWN = 5
@@ -76,6 +77,37 @@ def data_findings(task: TaskEntry, rebuilt: RebuiltTask, where: str) -> list[Fin
     for file in sorted(set(recorded or {}) - set(rebuilt.data_files)):
         found.append(Finding(where, f"records data file {file}, which the task here does not read"))
     return found
+
+
+# What a task scored against, as its metadata records it: the domain premise (null when
+# derived) and the rule that derived it, the digest, the other reference contexts and CC's
+# fields. The first two are always recorded; the others are compared where recorded.
+PREMISE_RECORD = ("domain_premise", premise_digest.DERIVED_KEY)
+PREMISE_EXTRAS = ("premise_sha256", "reference_contexts", "content_free_fields")
+
+
+def premise_findings(task: TaskEntry, rebuilt: RebuiltTask, where: str) -> list[Finding]:
+    """What the results record that the task scored against (``PREMISE_RECORD``, and
+    ``PREMISE_EXTRAS`` where recorded) against the task built here: a written premise
+    recorded as derived, or the other way round, is another task's record."""
+    here = rebuilt.task.config.metadata or {}
+    found = []
+    for key in PREMISE_RECORD + tuple(k for k in PREMISE_EXTRAS if k in task.metadata):
+        recorded, built = task.metadata.get(key), here.get(key)
+        if recorded != built:
+            found.append(
+                Finding(
+                    where,
+                    f"records {key} {recorded!r}, but the task built here has {built!r}"
+                    + _premise_shown(here),
+                )
+            )
+    return found
+
+
+def _premise_shown(metadata: dict[str, Any]) -> str:
+    rule = premise_digest.derived_rule(metadata)
+    return "" if rule is None else f" ({premise_digest.derived_label(rule)})"
 
 
 def _expected_ids(submission: Submission, documents: int) -> tuple[list[int], str] | None:

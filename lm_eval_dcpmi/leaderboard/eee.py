@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.json_files import checked_name
 from lm_eval_dcpmi.leaderboard.export_options import (
     EEE_SCHEMA_VERSION,
     ExportOptions,
@@ -24,10 +25,10 @@ from lm_eval_dcpmi.leaderboard.export_options import (
     tasks_of,
 )
 from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry
-from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.stats import wilson
 from lm_eval_dcpmi.report.writing import Output, text_output
 from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 
 def _interval(task: TaskEntry, value: float) -> dict[str, Any] | None:
@@ -73,12 +74,14 @@ def _metric_config(task: TaskEntry, metric: str) -> dict[str, Any]:
     parameters: dict[str, Any] = {"num_fewshot": 0, "scoring": "loglikelihood"}
     if task.domain_premise is not None:
         parameters["domain_premise"] = task.domain_premise
+    if task.premise_rule is not None:
+        parameters[premise_digest.DERIVED_KEY] = task.premise_rule
     if task.premise_sha256 is not None:
         parameters["premise_sha256"] = task.premise_sha256
     return {
         "evaluation_description": describe(metric),
         "metric_id": f"lm-eval-dcpmi.{metric}",
-        "metric_name": f"{looks.label(metric)} accuracy",
+        "metric_name": f"{task.metric_label(metric)} accuracy",
         "metric_kind": "accuracy",
         "metric_unit": "proportion",
         "metric_parameters": parameters,
@@ -100,6 +103,8 @@ def _evaluation_results(
             generation["generation_args"] = {"prompt_template": prompt}
         if task.domain_premise is not None:
             generation["additional_details"]["domain_premise"] = str(task.domain_premise)
+        if task.premise_rule is not None:
+            generation["additional_details"][premise_digest.DERIVED_KEY] = task.premise_rule
         for metric, value in task.values.items():
             uncertainty: dict[str, Any] = {}
             stderr = finite(task.stderr.get(metric))
@@ -293,7 +298,10 @@ def validate_eee(record: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
 def write_eee(submission: Submission, options: ExportOptions) -> list[Output]:
     name, record = eee_record(submission, options)
     model = submission.model.id or ""
-    folder = options.out / "data" / "dcpmi" / model.split("/")[0] / model.split("/")[1]
+    where = str(submission.path)
+    developer, model_name = (checked_name(part, where, "the model id's part")
+                             for part in model.split("/", 1))  # fmt: skip
+    folder = options.out / "data" / "dcpmi" / developer / model_name
     want_rows = options.instances
     if want_rows is None:
         want_rows = all(t.samples_file for t in tasks_of(submission)) and _has_loglikelihoods(

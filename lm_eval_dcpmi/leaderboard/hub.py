@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.json_files import checked_name
 from lm_eval_dcpmi.leaderboard.export_options import (
     ExportOptions,
     benchmark_of,
@@ -27,7 +28,12 @@ def _notes(submission: Submission, task: TaskEntry, headline: str) -> str:
         f"lm-eval {submission.data.get('lm_eval_version') or 'unknown'}",
     ]
     digest = task.premise_sha256 or premise_digest.digest_in(task.version)
-    if task.domain_premise is not None:
+    if task.premise_rule is not None:
+        parts.append(
+            f"{premise_digest.derived_label(task.premise_rule)}: no domain premise written, "
+            f"each document's derived from its premise (sha256 {digest[:8] or '?'})"
+        )
+    elif task.domain_premise is not None:
         parts.append(f"domain premise {task.domain_premise!r} (sha256 {digest[:8] or '?'})")
     if task.n is not None:
         parts.append(f"n={task.n}" + (f" of {task.n_total} (PARTIAL)" if task.partial else ""))
@@ -71,7 +77,8 @@ def write_hub(submission: Submission, options: ExportOptions) -> list[Output]:
     folder = options.out / ".eval_results"
     return [
         text_output(
-            folder / f"{task}.yaml", yaml.safe_dump(items, sort_keys=False, allow_unicode=True)
+            folder / f"{checked_name(task, str(submission.path), 'the task name')}.yaml",
+            yaml.safe_dump(items, sort_keys=False, allow_unicode=True),
         )
         for task, items in hub_entries(submission, options).items()
     ]

@@ -3,6 +3,8 @@
 Each shard is the ``--output_path`` of ``dcpmi run --shard K/N --log_samples`` (its results
 file records ``dcpmi.shard``). Before anything is written, the shards must be one run's:
 
+* K/N (1 <= K <= N) and each task's split size within what the data allows (the tasks
+  built here: ``shard_bounds``), no document in two shards, ``--out`` outside the shards;
 * the same N, each K once (two shard 2/4s overlap), none missing (unless
   ``--allow-partial``: the result is then marked partial, and says which are missing);
 * the same commit, model and its identity, lm-eval, transformers and plugin versions,
@@ -34,13 +36,15 @@ from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.harness.logged import logged_loglikelihood
-from lm_eval_dcpmi.json_files import read_json, write_json
+from lm_eval_dcpmi.json_files import checked_name, read_json, write_json
+from lm_eval_dcpmi.leaderboard import shard_bounds
 from lm_eval_dcpmi.leaderboard.identity import sanitized
 from lm_eval_dcpmi.leaderboard.mergeable import check_mergeable
 from lm_eval_dcpmi.leaderboard.recompute import (
     TokenCounts,
     close,
     mean_stderr,
+    number,
     score_documents,
     task_samples,
 )
@@ -93,14 +97,7 @@ def _get(data: Any, keys: Sequence[str]) -> Any:
 
 def read_shard(path: Path) -> ShardRun:
     data = read_json(path)
-    recorded = _get(data, ("dcpmi", "shard"))
-    try:
-        shard = Shard(int(recorded["index"]), int(recorded["count"]))
-    except (KeyError, TypeError, ValueError):
-        raise DCPMIError(
-            f"{path}: not a shard (its results record no dcpmi.shard); dcpmi merge joins the "
-            "--output_path folders of `dcpmi run --shard K/N`."
-        ) from None
+    shard = shard_bounds.recorded_shard(path, _get(data, ("dcpmi", "shard")))
     return ShardRun(path, data, shard, read_submission(path))
 
 
@@ -154,7 +151,7 @@ class ShardTask:
     documents: int  # the split's size
 
 
-def _task_of(run: ShardRun, name: str) -> ShardTask:
+def _task_of(run: ShardRun, name: str, tokenizer: str | None) -> ShardTask:
     task = run.submission.tasks.get(name)
     if task is None or task.samples_file is None:
         raise DCPMIError(
@@ -179,12 +176,12 @@ def _task_of(run: ShardRun, name: str) -> ShardTask:
         )
     if any(not s.get("arguments") for s in samples):
         raise DCPMIError(f"{where}: its samples log no requests; score it with --log_samples.")
-    found = score_documents(task, samples, TokenCounts(run.submission, None), where)[1]
+    found = score_documents(task, samples, TokenCounts(run.submission, tokenizer), where)[1]
     if found:
         raise DCPMIError(f"{found[0]}: this shard's per-document values are corrupt.")
     for sample in samples:
         for count in scoring.COUNTS:
-            value = _num(sample.get(count, 0))
+            value = number(sample.get(count, 0))
             if not (0 <= value <= len(sample["filtered_resps"]) and value == int(value)):
                 raise DCPMIError(
                     f"{where}: doc {sample['doc_id']}: {count} is {sample.get(count)!r}, not a "
@@ -215,11 +212,12 @@ def _content_free(part: ShardTask, layout: Any) -> tuple[int, list[tuple[str, st
     if not carrier:
         raise DCPMIError(f"{part.run}: its first document carries no content-free requests.")
     keep = layout.n_requests(n, carrier=False)
-    lls = [_num(logged_loglikelihood(r)) for r in first["filtered_resps"][keep:]]
+    lls = [number(logged_loglikelihood(r)) for r in first["filtered_resps"][keep:]]
     return keep, pairs[keep:], lls
 
 
-def merge_task(name: str, parts: Sequence[ShardTask], submission: Submission) -> list[Any]:
+def merge_task(name: str, parts: Sequence[ShardTask], submission: Submission,
+               tokenizer: str | None = None) -> list[Any]:  # fmt: skip
     """One task's merged documents, decided again (``ScoredDocument``s in document order;
     their samples hold the merged run's per-document values)."""
     task = submission.tasks[name]
@@ -243,23 +241,17 @@ def merge_task(name: str, parts: Sequence[ShardTask], submission: Submission) ->
                     + "; the shards are not one run's."
                 )
             _truncate(part.samples[0], keep)
+    shard_bounds.check_documents_once(name, [(str(p.run), p.samples) for p in parts])
     samples = sorted((s for p in parts for s in p.samples), key=lambda s: int(s["doc_id"]))
-    counts = TokenCounts(submission, None)
+    counts = TokenCounts(submission, tokenizer)
     # each shard's values were checked; what differs now is CC under the run's one carrier
     scored, _cc_differences = score_documents(task, samples, counts, f"{name} (merged)")
     corpus = {m.name for m in scoring.METRICS if m.corpus is not None}
     for doc in scored:  # as the unsharded run decides CC
         for metric, value in doc.values.items():
-            if metric not in corpus and not close(value, _num(doc.sample.get(metric))):
+            if metric not in corpus and not close(value, number(doc.sample.get(metric))):
                 doc.sample[metric] = value
     return scored
-
-
-def _num(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past float
-        return math.nan
 
 
 def task_results(name: str, entry: dict[str, Any], scored: Sequence[Any]) -> dict[str, Any]:
@@ -281,7 +273,7 @@ def task_results(name: str, entry: dict[str, Any], scored: Sequence[Any]) -> dic
             items = [doc.sample[metric] for doc in scored]
             value, stderr = row.corpus.aggregate(items), "N/A"
         else:
-            values = [_num(doc.sample[metric]) for doc in scored]
+            values = [number(doc.sample[metric]) for doc in scored]
             if row.aggregation == "sum":
                 value, stderr = math.fsum(values), "N/A"
             else:
@@ -316,10 +308,22 @@ def group_results(
     return merged
 
 
-def merge(paths: Sequence[Path], out: Path, allow_partial: bool = False) -> list[Path]:
+def merge(
+    paths: Sequence[Path],
+    out: Path,
+    allow_partial: bool = False,
+    data_dir: str | None = None,
+    include_path: Sequence[str] = (),
+    tokenizer: str | None = None,
+) -> list[Path]:
     """Merge the shards under ``paths`` into one results file and one samples file per task
-    under ``out/<model>/``, written all or nothing; returns the files written."""
+    under ``out/<model>/``, written all or nothing; returns the files written. The tasks
+    are built from the data (``data_dir``, ``include_path``) to bound what the shards
+    record (``shard_bounds``); ``tokenizer``: the tokenizer of a model not at hand under its
+    recorded name."""
+    shard_bounds.check_out(out, paths)
     shards = sorted((read_shard(p) for p in results_files(paths)), key=lambda r: r.shard.index)
+    shard_bounds.check_split_sizes(shards, data_dir, include_path, tokenizer)
     missing = check_one_run(shards, allow_partial)
     first = shards[0]
     names = [n for n, t in first.submission.tasks.items() if not t.is_group]
@@ -333,8 +337,8 @@ def merge(paths: Sequence[Path], out: Path, allow_partial: bool = False) -> list
     data = copy.deepcopy(first.data)
     samples_of: dict[str, list[dict[str, Any]]] = {}
     for name in names:
-        parts = [_task_of(run, name) for run in shards]
-        scored = merge_task(name, parts, first.submission)
+        parts = [_task_of(run, name, tokenizer) for run in shards]
+        scored = merge_task(name, parts, first.submission, tokenizer)
         samples_of[name] = [doc.sample for doc in scored]
         data["results"][name] = task_results(name, first.data["results"][name], scored)
         data["n-samples"][name] = {"original": parts[0].documents, "effective": len(scored)}
@@ -356,13 +360,13 @@ def merge(paths: Sequence[Path], out: Path, allow_partial: bool = False) -> list
         **({"partial": True, "missing": [f"{k}/{first.shard.count}" for k in missing]}
            if missing else {}),
     }  # fmt: skip
-    data["date"] = max(_num(r.data.get("date")) for r in shards)
-    seconds = [_num(r.data.get("total_evaluation_time_seconds")) for r in shards]
+    data["date"] = max(number(r.data.get("date")) for r in shards)
+    seconds = [number(r.data.get("total_evaluation_time_seconds")) for r in shards]
     data["total_evaluation_time_seconds"] = str(math.fsum(seconds))
-    return _write(out, data, samples_of)
+    return _write(out, data, samples_of, str(first.path))
 
 
-def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list[Any]]) -> list[Path]:
+def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list], where: str) -> list[Path]:
     if out.exists() and not out.is_dir():
         raise DCPMIError(f"--out {out}: a file, not a folder; give a folder to write into.")
     if out.is_dir() and any(out.rglob("results_*.json")):
@@ -371,11 +375,15 @@ def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list[Any]]) ->
             "never mixes its run with others)."
         )
     stamp = datetime.datetime.now().strftime("%Y-%m-%dT%H-%M-%S.%f")
-    folder = out / sanitized(str(data.get("model_name") or "model"))
+    model = checked_name(sanitized(str(data.get("model_name") or "model")), where, "model_name")
+    folder = out / model  # names read from the shards' files: each checked (one file's name)
     outputs = [
         Output(folder / f"results_{stamp}.json", lambda path: write_json(path, data)),
         *(
-            Output(folder / f"samples_{name}_{stamp}.jsonl", _samples_writer(samples))
+            Output(
+                folder / f"samples_{checked_name(name, where, 'the task name')}_{stamp}.jsonl",
+                _samples_writer(samples),
+            )
             for name, samples in samples_of.items()
         ),
     ]

@@ -10,7 +10,6 @@ from lm_eval_dcpmi.leaderboard.export_options import (
     benchmark_of,
 )
 from lm_eval_dcpmi.leaderboard.submission import Submission
-from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.looks import PAPER
 from lm_eval_dcpmi.report.writing import Output, text_output
 
@@ -27,7 +26,7 @@ def eval_results(submission: Submission, options: ExportOptions) -> list[Any]:
                 "task_type": "multiple-choice",
                 "metric_type": metric,
                 "metric_value": value,
-                "metric_name": f"{looks.label(metric)} accuracy"
+                "metric_name": f"{task.metric_label(metric)} accuracy"
                 + (" (partial)" if task.partial else ""),
                 "metric_config": task.name,
             }

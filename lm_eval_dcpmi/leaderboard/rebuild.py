@@ -11,10 +11,12 @@ the target, lm-eval's three per-document hashes, the split's size and the data f
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,12 @@ from lm_eval_dcpmi.harness.requests import (
     text_hash,
 )
 from lm_eval_dcpmi.tasks import document_checks as checks
+from lm_eval_dcpmi.tasks.derive import (
+    DCPMI_TASK_KEY,
+    DERIVED_SUFFIX,
+    parse_dcpmi_task,
+    write_derived_tasks,
+)
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,25 @@ def build_options(data: dict[str, Any], task: str, tokenizer: Any) -> BuildOptio
     )
 
 
+@contextlib.contextmanager
+def option_variant(name: str, recorded: Mapping[str, Any]) -> Iterator[tuple[str, ...]]:
+    """For a task ``dcpmi run --dcpmi_task`` made (its recorded metadata names the option),
+    the folder of its YAML, written again from that option for the block; else ()."""
+    option = recorded.get(DCPMI_TASK_KEY)
+    if option is None:
+        yield ()
+        return
+    base, premise = parse_dcpmi_task(str(option))
+    if base + DERIVED_SUFFIX != name:
+        raise DCPMIError(
+            f"{name}: its results record --dcpmi_task {option!r}, whose variant is "
+            f"{base + DERIVED_SUFFIX}, not {name}."
+        )
+    with tempfile.TemporaryDirectory(prefix="dcpmi_verify_") as folder:
+        write_derived_tasks([(base, premise)], Path(folder))
+        yield (folder,)
+
+
 def rebuild_task(
     name: str,
     metadata: dict[str, Any],
@@ -95,30 +122,27 @@ def rebuild_task(
     doc_ids: Sequence[int] | None,
     data_dir: str | None = None,
     include_path: Sequence[str] = (),
+    recorded: Mapping[str, Any] | None = None,
 ) -> RebuiltTask:
     """``name`` built again with ``metadata`` (the run's model arguments: its tokenizer
     counts tokens), ``data_dir`` (else ``$DCPMI_DATA_DIR``), and its requests for
-    ``doc_ids`` (sorted split indices; None: every document). A ``DCPMIError`` when the
-    task cannot be built here (not installed, no data)."""
-    from lm_eval_dcpmi.harness import index
+    ``doc_ids`` (sorted split indices; None: every document). ``recorded``: the task's
+    metadata in the results; a ``--dcpmi_task`` variant's YAML is written again from the
+    option it names. A ``DCPMIError`` when the task cannot be built here (not installed,
+    no data)."""
+    with option_variant(name, recorded or {}) as variant:
+        return _rebuild(name, metadata, options, doc_ids, data_dir, (*include_path, *variant))
 
-    folder = data_dir or os.environ.get("DCPMI_DATA_DIR")
-    metadata = {**metadata, **({"data_dir": str(Path(folder).resolve())} if folder else {})}
-    manager = _manager(json.dumps(metadata, sort_keys=True, default=str), tuple(include_path))
-    try:
-        task = index.load_tasks(manager, [name])[name]
-    except index.UnknownTask:
-        raise DCPMIError(
-            f"{name}: not a task installed here, so its documents and requests cannot be "
-            "built again; give the folder of its YAML with --include_path."
-        ) from None
-    except ValueError as error:  # lm-eval 0.4: "Tasks not found: ..."
-        if index.not_found(error) is None:
-            raise
-        raise DCPMIError(
-            f"{name}: not a task installed here, so its documents and requests cannot be "
-            "built again; give the folder of its YAML with --include_path."
-        ) from None
+
+def _rebuild(
+    name: str,
+    metadata: dict[str, Any],
+    options: BuildOptions,
+    doc_ids: Sequence[int] | None,
+    data_dir: str | None,
+    include_path: Sequence[str],
+) -> RebuiltTask:
+    task = built_task(name, metadata, data_dir, include_path)
     documents = len(task.eval_docs)
     beyond = [i for i in doc_ids or () if not 0 <= i < documents]
     if beyond:
@@ -138,3 +162,30 @@ def rebuild_task(
         by_id[doc_id] = RebuiltDocument(doc_id, doc, target, arguments, gold, choices)
     files = (task.config.metadata or {}).get("data_files") or {}
     return RebuiltTask(name, documents, dict(files), by_id, task)
+
+
+def built_task(
+    name: str, metadata: dict[str, Any], data_dir: str | None, include_path: Sequence[str]
+) -> Any:
+    """The task ``name`` built here as ``dcpmi run`` builds it (its data read and every
+    document checked; see ``rebuild_task``); a ``DCPMIError`` when it cannot be."""
+    from lm_eval_dcpmi.harness import index
+
+    folder = data_dir or os.environ.get("DCPMI_DATA_DIR")
+    metadata = {**metadata, **({"data_dir": str(Path(folder).resolve())} if folder else {})}
+    manager = _manager(json.dumps(metadata, sort_keys=True, default=str), tuple(include_path))
+    try:
+        task = index.load_tasks(manager, [name])[name]
+    except index.UnknownTask:
+        raise DCPMIError(
+            f"{name}: not a task installed here, so its documents and requests cannot be "
+            "built again; give the folder of its YAML with --include_path."
+        ) from None
+    except ValueError as error:  # lm-eval 0.4: "Tasks not found: ..."
+        if index.not_found(error) is None:
+            raise
+        raise DCPMIError(
+            f"{name}: not a task installed here, so its documents and requests cannot be "
+            "built again; give the folder of its YAML with --include_path."
+        ) from None
+    return task

@@ -52,6 +52,17 @@ def parse_count(value: str) -> int | None:
     )
 
 
+def check_tolerance(value: float) -> float:
+    """``--tolerance``: a finite number, 0 or more (a negative one fails every request, NaN
+    or infinity none)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise DCPMIError(
+            f"--tolerance {value!r}: give the largest |loglikelihood difference| accepted, a "
+            f"number 0 or more in nats (default {DEFAULT_TOLERANCE:g})."
+        )
+    return value
+
+
 def _parse_args(text: str) -> dict[str, str]:
     args = {}
     for item in filter(None, (part.strip() for part in text.split(","))):

@@ -15,6 +15,7 @@ from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.json_files import read_json
 from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify, recorded_identity
 from lm_eval_dcpmi.leaderboard.portable import model_args_of
+from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.samples import samples_files
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks import premise_digest
@@ -59,6 +60,18 @@ class TaskEntry:
         return self._text("domain_premise")
 
     @property
+    def premise_rule(self) -> str | None:
+        """The rule that derived each document's domain premise (none was written)."""
+        return premise_digest.derived_rule(self.metadata)
+
+    def metric_label(self, metric: str) -> str:
+        """How exports name ``metric``: its report label, and DC-PMI under a derived
+        domain premise by its rule (``'DC-PMI (last-word premise)'``)."""
+        if metric == scoring.HEADLINE and self.premise_rule is not None:
+            return premise_digest.derived_label(self.premise_rule)
+        return looks.label(metric)
+
+    @property
     def data_files(self) -> dict[str, str] | None:
         files = self.metadata.get("data_files")
         if not isinstance(files, Mapping):
@@ -83,6 +96,9 @@ class Submission:
     model: ModelIdentity
     tasks: dict[str, TaskEntry]
     task_hashes: dict[str, str]
+    # entries that report a metric only the plugin computes but are no DC-PMI task or group
+    # the file describes (no config with a domain premise): name -> that metric
+    unverifiable: dict[str, str] = field(default_factory=dict)
 
     @property
     def limit(self) -> Any:
@@ -132,7 +148,7 @@ def results_files(paths: Sequence[Path]) -> list[Path]:
                     "or the --output_path folder of a run."
                 )
             found += inside
-        elif path.is_file():
+        elif path.exists():  # read_json refuses what is not a regular file (a FIFO)
             found.append(path)
         else:
             raise DCPMIError(f"{path}: no such file or folder.")
@@ -193,6 +209,7 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
     n_samples = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}
     subtasks = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
     tasks: dict[str, TaskEntry] = {}
+    unverifiable: dict[str, str] = {}
     for name, entry in data["results"].items():
         if not isinstance(entry, dict):
             continue
@@ -202,7 +219,12 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
         config = configs.get(name) if isinstance(configs.get(name), dict) else {}
         metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
         if not values or (not is_group and "domain_premise" not in metadata):
-            continue  # not a DC-PMI task (lm-eval's own tasks beside them are not ours)
+            # not a DC-PMI task (lm-eval's own tasks beside them are not ours), unless it
+            # reports what only the plugin computes
+            own = _plugin_metric(entry)
+            if own is not None:
+                unverifiable[str(name)] = own
+            continue
         counts = n_samples.get(name) if isinstance(n_samples.get(name), dict) else {}
         version = versions.get(name)
         tasks[name] = TaskEntry(
@@ -231,7 +253,19 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
             group.n = sum(t.n for t in leaves)  # type: ignore[misc]
             group.n_total = sum(t.n_total for t in leaves)  # type: ignore[misc]
     hashes = data.get("task_hashes") if isinstance(data.get("task_hashes"), dict) else {}
-    return Submission(path, data, model, tasks, {k: str(v) for k, v in hashes.items()})
+    hashes = {k: str(v) for k, v in hashes.items()}
+    return Submission(path, data, model, tasks, hashes, unverifiable)
+
+
+def _plugin_metric(entry: Mapping[str, Any]) -> str | None:
+    """The first metric of ``entry`` that only the plugin computes (None: none); an entry
+    reporting one claims to be a DC-PMI task's."""
+    for key in entry:
+        name = str(key).partition(",")[0].removesuffix("_stderr")
+        metric = scoring.metric_named(name)
+        if metric is not None and not metric.lm_eval_own:
+            return name
+    return None
 
 
 @dataclass(frozen=True)

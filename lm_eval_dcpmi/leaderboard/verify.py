@@ -38,6 +38,7 @@ from lm_eval_dcpmi.leaderboard.against_data import (
     first_few,
     hash_findings,
     is_index,
+    premise_findings,
     recorded_digest_findings,
     split_findings,
 )
@@ -67,6 +68,7 @@ from lm_eval_dcpmi.leaderboard.submission import (
 )
 from lm_eval_dcpmi.report.results import ReportError
 from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,7 @@ class Checked:
     tasks: dict[str, dict[str, float]] = field(default_factory=dict)  # task -> metric -> mean
     documents: dict[str, int] = field(default_factory=dict)  # task -> documents recomputed
     split: dict[str, int] = field(default_factory=dict)  # task -> documents in its split
+    derived: dict[str, str] = field(default_factory=dict)  # task -> its premise's rule
     notes: list[str] = field(default_factory=list)
     to_rescore: list[TaskToRescore] = field(default_factory=list)
     rescored: list[str] = field(default_factory=list)  # what --rescore covered
@@ -124,6 +127,15 @@ def verify_submission(
     options = options or VerifyOptions()
     checked = Checked(submission.path)
     findings = model_findings(submission) + value_findings(submission)
+    findings += [
+        Finding(
+            f"{submission.path} ({name})",
+            f"reports {metric}, a DC-PMI metric, but the file records no DC-PMI task or group "
+            f"of that name (configs.{name}.metadata.domain_premise, or group_subtasks), so it "
+            "cannot be built again and recomputed; no run writes such an entry (remove it)",
+        )
+        for name, metric in submission.unverifiable.items()
+    ]
     counts = TokenCounts(submission, options.tokenizer)
     for task in submission.tasks.values():
         if not task.is_group:
@@ -167,21 +179,17 @@ def verify_task(
             sorted(set(ids)),
             options.data_dir,
             options.include_path,
+            task.metadata,
         )
     except DCPMIError as error:
         findings += recorded_digest_findings(task, options.data_dir, results_where)
         return [*findings, Finding(results_where, f"cannot be built again here: {error}")]
     checked.split[task.name] = rebuilt.documents
+    rule = premise_digest.derived_rule(rebuilt.task.config.metadata)
+    if rule is not None:  # as built here: premise_findings compares the record with it
+        checked.derived[task.name] = rule
     findings += data_findings(task, rebuilt, results_where)
-    premise = (rebuilt.task.config.metadata or {}).get("domain_premise")
-    if task.domain_premise is not None and task.domain_premise != premise:
-        findings.append(  # what exports show as the premise scored
-            Finding(
-                results_where,
-                f"records the domain premise {task.domain_premise!r}, but the task built here "
-                f"scores {premise!r}",
-            )
-        )
+    findings += premise_findings(task, rebuilt, results_where)
     findings += split_findings(submission, task, rebuilt, ids, results_where)
     findings += document_findings(samples, rebuilt, where)
     findings += hash_findings(submission, task, samples, rebuilt, results_where)
@@ -358,7 +366,9 @@ def summary(checked: Iterable[Checked]) -> list[str]:
             )
             n, split = result.documents[task], result.split.get(task)
             of = f" of {split}" if split is not None and split != n else ""
-            lines.append(f"{task}: {n}{of} documents rebuilt and recomputed ({shown})")
+            rule = result.derived.get(task)
+            under = f", {premise_digest.derived_label(rule)}" if rule is not None else ""
+            lines.append(f"{task}: {n}{of} documents rebuilt and recomputed{under} ({shown})")
     return lines
 
 

@@ -16,8 +16,9 @@ Per task whose samples log PMA, LM's and DC-PMI's per-document results:
   1.0/0.0 minus LM's: -1, 0 or 1), with its two-sided p; negative is the thesis' direction
   (more gain where the options get less mass).
 
-Documents whose PMA is NaN (a loglikelihood not computed) are left out, and so is a task
-with fewer documents than quartiles.
+Documents whose PMA is NaN (a loglikelihood that is not finite) are left out, and the
+section names them under its table (``left_out_line``; ``dcpmi report`` warns too); a task
+with fewer documents than quartiles is left out.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Competition:
     flips: stats.Comparison  # DC-PMI against LM over the task
     trend: float  # Spearman's rho of PMA against the gain (NaN: a constant)
     trend_p: float  # its two-sided p (NaN without scipy)
+    left_out: tuple[int, ...] = ()  # doc ids whose PMA is NaN (not in ``n``)
 
 
 def quartile_groups(values: Sequence[float], parts: int = QUARTILES) -> list[list[int]]:
@@ -128,6 +130,7 @@ def task_competition(row: TaskRow) -> Competition | None:
         flips=flips,
         trend=trend,
         trend_p=trend_p,
+        left_out=row.unmeasured,
     )
 
 
@@ -256,6 +259,17 @@ def quartile_table(found: Sequence[Competition]) -> list[str]:
     return lines
 
 
+def left_out_line(c: Competition) -> str:
+    """The documents of ``c``'s task the section leaves out (PMA NaN); empty: none."""
+    if not c.left_out:
+        return ""
+    shown = ", ".join(map(str, c.left_out[:5])) + (", ..." if len(c.left_out) > 5 else "")
+    return (
+        f"{c.task}: {len(c.left_out)} of {c.n + len(c.left_out)} documents left out, their PMA "
+        f"NaN (a loglikelihood that is not finite): doc {shown}.\n"
+    )
+
+
 def group_markdown(label: str, found: Sequence[Competition]) -> str:
     """One model's part of the section (see ``competition_markdown``)."""
     lines = [
@@ -264,6 +278,7 @@ def group_markdown(label: str, found: Sequence[Competition]) -> str:
         f"{EXPLANATION}\n",
         *task_table(found),
         "",
+        *(line for c in found if (line := left_out_line(c))),
         thesis_line(found),
         "",
         "By quartile: documents, PMA range and median, LM and DC-PMI accuracy (%), and "

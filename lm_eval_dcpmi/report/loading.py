@@ -11,7 +11,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.json_files import RESULTS_FILE_FIX, parse_json
+from lm_eval_dcpmi.json_files import RESULTS_FILE_FIX, parse_json, read_text
 from lm_eval_dcpmi.report.integrity import SamplesError, check_numbers, same_metrics
 from lm_eval_dcpmi.report.results import (
     METHODS,
@@ -20,6 +20,7 @@ from lm_eval_dcpmi.report.results import (
     TaskRow,
     per_document,
     run_from_dict,
+    unmeasured,
 )
 from lm_eval_dcpmi.report.samples import (
     digest_mismatch,
@@ -37,11 +38,9 @@ log = logging.getLogger(__name__)
 def read_results_file(path: Path) -> RunResults:
     """One results file, with the per-document values of the samples files beside it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, ReportError)  # a regular file only: a FIFO would block
     except UnicodeDecodeError:
         raise ReportError(f"{path}: not an lm-eval results file (not UTF-8 text)") from None
-    except OSError as error:
-        raise ReportError(f"{path}: cannot be read ({error.strerror or error})") from None
     data = parse_json(text, str(path), error=ReportError, fix=RESULTS_FILE_FIX)
     run = run_from_dict(data, path, samples={})
     counts = data.get("n-samples", {})
@@ -64,6 +63,7 @@ def read_results_file(path: Path) -> RunResults:
             # doc ids that are indices first: the per-document values are put in their order
             _index_doc_ids(samples, f"{samples_file} ({row.task}, beside {path})")
             row.per_doc = per_document(samples) or None
+            row.unmeasured = unmeasured(samples)
             _same_documents(row, samples_file, path)
             _same_run(row, samples, samples_file, path, data)
     return run
@@ -314,7 +314,7 @@ def load_results(paths: str | PathLike | Iterable[str | PathLike]) -> list[RunRe
         path = Path(given).expanduser()
         if path.is_dir():
             found = _results_in_folder(path)
-        elif path.is_file():
+        elif path.exists():  # read_results_file refuses what is not a regular file
             found = [read_results_file(path)]
         else:
             raise ReportError(f"{path}: no such file or folder")

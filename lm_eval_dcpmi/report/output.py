@@ -134,7 +134,7 @@ def report_command(
             raise ReportError(f"unknown format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
         runs = load_results(paths)
         text = markdown_report(runs)
-        messages: list[str] = []
+        messages: list[str] = _unmeasured_warnings(runs)
         outputs: list[Output] = []
         if out_dir is not None:
             figures = explicit or _matplotlib_available()
@@ -166,6 +166,23 @@ def report_command(
         stderr.write(f"dcpmi report: error: {printable(where + str(error.strerror or error))}\n")
         return 2
     return 0
+
+
+def _unmeasured_warnings(runs: Sequence[RunResults]) -> list[str]:
+    """A warning per task whose samples log a NaN PMA: never left out without a word."""
+    found = []
+    for run in runs:
+        for row in run.rows:
+            if row.unmeasured:
+                ids = ", ".join(map(str, row.unmeasured[:5]))
+                more = " ..." if len(row.unmeasured) > 5 else ""
+                where = run.samples_files.get(row.task) or run.model
+                found.append(
+                    f"warning: {where} ({row.task}): the PMA of {len(row.unmeasured)} "
+                    f"document(s) is NaN (doc {ids}{more}); the surface form competition "
+                    "section leaves them out"
+                )
+    return found
 
 
 def _printable(text: str) -> str:

@@ -22,6 +22,7 @@ from lm_eval_dcpmi import paper
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 # Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): scoring.METRICS'.
 METHODS: tuple[str, ...] = looks.METHODS
@@ -56,6 +57,9 @@ class TaskRow:
     # the measures the results report (PMA: scoring.MEASURES), name -> the task's mean;
     # absent from files written before the plugin reported them
     measures: dict[str, float] = field(default_factory=dict)
+    # the documents (doc ids) whose logged PMA is NaN: the surface form competition section
+    # leaves them out and says so (a warning names them too)
+    unmeasured: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
@@ -131,6 +135,20 @@ class RunResults:
     @property
     def has_samples(self) -> bool:
         return any(row.per_doc for row in self.rows)
+
+    @property
+    def derived_premises(self) -> dict[str, str]:
+        """Task -> the rule that derived its domain premise, for the tasks whose results
+        record one (``premise_digest.DERIVED_KEY``: no premise was written)."""
+        configs = _mapping(self.data, "configs")
+        found = {}
+        for row in self.rows:
+            config = configs.get(row.task)
+            metadata = config.get("metadata") if isinstance(config, Mapping) else None
+            rule = premise_digest.derived_rule(metadata)
+            if rule is not None and not row.is_group:
+                found[row.task] = rule
+        return found
 
     @property
     def limited(self) -> bool:
@@ -284,6 +302,19 @@ def per_document(samples: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]
     return found
 
 
+def unmeasured(samples: Sequence[Mapping[str, Any]]) -> tuple[int, ...]:
+    """The doc ids of ``samples`` whose logged PMA (``scoring.MASS``) is NaN, in order."""
+    return tuple(
+        sorted(
+            int(s["doc_id"])
+            for s in samples
+            if s.get("filter", "none") == "none"
+            and scoring.MASS in s
+            and math.isnan(number(s[scoring.MASS]))
+        )
+    )
+
+
 def _item(value: Any) -> list[float]:
     """A corpus rule's item as logged: a list, or its JSON text."""
     if isinstance(value, str):
@@ -328,6 +359,7 @@ def run_from_dict(
             row.n = _int_or_none(entry.get("sample_len"))
         if samples.get(name):
             row.per_doc = per_document(samples[name]) or None
+            row.unmeasured = unmeasured(samples[name])
         rows.append(row)
     if not rows:
         names = ", ".join(sorted(str(k) for k in results)) or "none"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.harness.logged import logged_loglikelihood
-from lm_eval_dcpmi.json_files import parse_json
+from lm_eval_dcpmi.json_files import checked_name, open_regular, parse_json
 from lm_eval_dcpmi.report.results import ReportError, number
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.rules.layout import DEFAULT, Layout
@@ -42,6 +42,7 @@ def samples_files(results_file: Path, tasks: Iterable[str]) -> dict[str, Path]:
     stamp = match.group("stamp")
     found = {}
     for task in tasks:
+        checked_name(task, str(results_file), "the task name", ReportError)
         for suffix in (".jsonl", ".jsonl.gz"):
             path = results_file.with_name(f"samples_{task}_{stamp}{suffix}")
             if path.is_file():
@@ -56,11 +57,9 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     when it holds none."""
     samples = []
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as file:
-                lines = file.read().splitlines()
-        else:
-            lines = path.read_text(encoding="utf-8").splitlines()
+        with open_regular(path, ReportError) as raw:  # a FIFO is refused, not waited on
+            data = gzip.GzipFile(fileobj=raw).read() if path.suffix == ".gz" else raw.read()
+        lines = data.decode("utf-8").splitlines()
     except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:
         raise ReportError(f"{path}: cannot be read as a samples file ({error})") from None
     for number_, line in enumerate(lines, start=1):

@@ -23,6 +23,7 @@ from lm_eval_dcpmi.report.formatting import (
 from lm_eval_dcpmi.report.results import LABELS, METHODS, RunResults, TaskRow, run_from_dict
 from lm_eval_dcpmi.report.summary import has_summary, summary_markdown
 from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.tasks import premise_digest
 
 INTRODUCTION = (
     "# DC-PMI report\n\nAccuracy (%) of the five scoring methods (Holtzman et al., 2021; "
@@ -65,6 +66,22 @@ def _partial_note(run: RunResults) -> str:
         + (f" ({detail})" if detail else "")
         + "; not comparable with full-set accuracies."
     )
+
+
+def _derived_premise_notes(run: RunResults) -> list[str]:
+    """A note per rule that derived some task's domain premise (none was written)."""
+    by_rule: dict[str, list[str]] = {}
+    for task, rule in run.derived_premises.items():
+        by_rule.setdefault(rule, []).append(task)
+    return [
+        f"{premise_digest.derived_label(rule)} for {', '.join(tasks)}: no domain premise was "
+        + (
+            "written, so each document's is the last word of its premise (the paper's rule)."
+            if rule == "last_word"
+            else f"written; the results record it as derived by {rule!r}."
+        )
+        for rule, tasks in by_rule.items()
+    ]
 
 
 def _unfair_prefix_note(run: RunResults) -> str:
@@ -126,6 +143,7 @@ def notes(run: RunResults, *, intervals_follow: bool = False) -> list[str]:
             + ", ".join(f"{r.task} {int(r.truncated)}" for r in truncated)  # type: ignore[arg-type]
             + "."
         )
+    found += _derived_premise_notes(run)
     shots = {t: k for t, k in run.n_shot.items() if k not in (0, None, "0")}
     if shots:
         found.append("Few-shot: " + ", ".join(f"{t} {k}-shot" for t, k in shots.items()) + ".")

@@ -80,9 +80,9 @@ def write_all(outputs: Sequence[Output], folder: Path | None = None) -> list[Pat
     temporary: list[tuple[Path, Path]] = []
     try:
         if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
+            _make_folder(folder)
         for output in outputs:
-            output.target.parent.mkdir(parents=True, exist_ok=True)
+            _make_folder(output.target.parent)
             path = output.target.with_name(f".{output.target.name}.{os.getpid()}.tmp")
             temporary.append((path, output.target))
             try:
@@ -100,6 +100,18 @@ def write_all(outputs: Sequence[Output], folder: Path | None = None) -> list[Pat
             _remove_created(folder, created)
         raise
     return [output.target for output in outputs]
+
+
+def _make_folder(folder: Path) -> None:
+    """``folder`` and its parents made; a folder that cannot be made (a read-only file
+    system, no permission, a file in the way) is one ``ReportError`` naming it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ReportError(
+            f"{err.filename or folder}: cannot be created ({err.strerror or err}); give a "
+            "folder that can be written (nothing was written)"
+        ) from None
 
 
 def _keep(target: Path) -> Path | None:

@@ -138,6 +138,10 @@ class Metric:
     # groups average it over their tasks (the group YAMLs list it: tests check they agree);
     # not counts (a mean of counts means nothing) nor accuracies only some tasks have
     group_mean: bool = False
+    # lm-eval's own multiple-choice tasks report it too: alone it marks no results entry as
+    # a DC-PMI task's (``dcpmi verify`` refuses an entry with any other metric of the table
+    # that is no DC-PMI task it can rebuild)
+    lm_eval_own: bool = False
 
     @property
     def aggregation(self) -> str:
@@ -215,12 +219,13 @@ METRICS: tuple[Metric, ...] = (
     Metric(name="acc_unc", rule="log P(y | domain premise)",
            score=lambda d: list(d.references[DOMAIN]), in_first_release=True, group_mean=True),
     Metric(name="acc", rule="log P(y | premise)", score=lambda d: list(d.conditional),
-           in_first_release=True, group_mean=True),
+           in_first_release=True, group_mean=True, lm_eval_own=True),
     Metric(name="acc_avg", rule="log P(y | premise) / tokens of y",
            score=lambda d: _divided(d.conditional, d.n_tokens, "token"),
            needs_tokenizer=True, in_first_release=True, group_mean=True),
     Metric(name="acc_norm", rule="log P(y | premise) / characters of y",  # lm-eval's acc_norm
-           score=lambda d: _divided(d.conditional, d.n_chars, "character"), group_mean=True),
+           score=lambda d: _divided(d.conditional, d.n_chars, "character"), group_mean=True,
+           lm_eval_own=True),
     Metric(name="acc_dcpmi", rule="log P(y | premise) - log P(y | domain premise)",
            score=_pmi(DOMAIN), in_first_release=True, group_mean=True),
     Metric(name="acc_cc", rule="log p(y | premise) - log p_cf(y), p_cf: content-free inputs "

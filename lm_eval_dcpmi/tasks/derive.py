@@ -14,6 +14,12 @@ calls ``with_base_task`` with the config lm-eval hands it, which starts from the
 task's full config, resolved as lm-eval resolves it, and lays the derived YAML's keys
 over it.
 
+Without ``domain_premise`` (in the derived YAML and in the base), each document's domain
+premise is the last word of its premise (``references.DERIVED_PREMISE``, the paper's rule),
+and one line says so. ``dcpmi run --dcpmi_task TASK[=PREMISE]`` writes such a YAML
+(``write_derived_tasks``); ``dcpmi verify`` writes it again from the option a results file
+records.
+
 The base task is looked up in the index of the ``TaskManager`` that indexed the derived
 YAML, so that a base task from the same ``--include_path`` is found: the plugin's start-up
 hook (``_autoload``) calls ``note_task_manager`` for every ``TaskManager`` built, and the
@@ -23,18 +29,29 @@ config lm-eval hands the task names its YAML file (``metadata.config_source``).
 from __future__ import annotations
 
 import difflib
+import logging
 import weakref
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from lm_eval_dcpmi.errors import DCPMIConfigError
+import yaml
+
+from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
 from lm_eval_dcpmi.harness import index as lm_eval_index
+from lm_eval_dcpmi.tasks.premise_digest import derived_label
+from lm_eval_dcpmi.tasks.references import DERIVED_PREMISE
+
+log = logging.getLogger(__name__)
 
 BASE_TASK_KEY = "base_task"
 # Keys that place the *base* task in groups and tags (or name it in tables): the
 # derived task is a different task, so it does not inherit them.
 BASE_KEYS_DROPPED = ("tag", "group", "task_list", "task_alias")
-# Metadata key of the YAMLs `dcpmi run --dcpmi_task TASK=PREMISE` writes: the option's value.
+# Metadata key of the YAMLs `dcpmi run --dcpmi_task TASK[=PREMISE]` writes: the option's value.
 DCPMI_TASK_KEY = "dcpmi_task"
+DCPMI_TASK_OPTION = "--dcpmi_task"
+DERIVED_SUFFIX = "_dcpmi"
 
 # Derived YAML file (as lm-eval names it in `metadata.config_source`) -> the TaskManager
 # that indexed it last. Weak: a manager nobody holds is not kept alive for this.
@@ -56,9 +73,11 @@ def with_base_task(config: dict[str, Any], task_class: type) -> dict[str, Any]:
     derived config's keys win; ``metadata`` is merged (derived keys win, so
     ``config_source`` stays the derived YAML); the base's ``tag``, ``group``, ``task_list``
     and ``task_alias`` are dropped. A base built by ``task_class`` (another DC-PMI task)
-    may be derived again. Raises ``DCPMIConfigError`` naming the YAML at fault when the
-    base is unknown, a group or tag, a Python task class, not multiple choice, or when no
-    domain premise is given.
+    may be derived again. Without a ``domain_premise`` (neither config has one), the
+    premise's last word is the domain premise (``references.DERIVED_PREMISE``), and one
+    line says so. Raises ``DCPMIConfigError`` naming the YAML at fault when the base is
+    unknown, a group or tag, a Python task class, not multiple choice, or when the domain
+    premise given is empty.
     """
     derived = dict(config)
     base_name = derived.pop(BASE_TASK_KEY)
@@ -82,6 +101,9 @@ def with_base_task(config: dict[str, Any], task_class: type) -> dict[str, Any]:
         BASE_TASK_KEY: base_name,
     }
     _check_merged(merged, derived, base_name, where, manager)
+    if "domain_premise" not in merged:  # neither YAML writes one: the paper's rule
+        merged["domain_premise"] = dict(DERIVED_PREMISE)
+        log.warning(_derived_premise_line(merged, base_name, where))
     option = merged["metadata"].get(DCPMI_TASK_KEY)
     if option is not None:
         # `dcpmi run --dcpmi_task` wrote the YAML into a temporary folder, gone after the
@@ -144,12 +166,26 @@ def _check_merged(
             f"has `output_type: {output_type}`; DC-PMI scores the options of a "
             "`multiple_choice` task."
         )
-    premise = merged.get("domain_premise")
-    if not isinstance(premise, str) or not premise:
+    premise = merged.get("domain_premise", DERIVED_PREMISE)
+    if not (isinstance(premise, str) and premise) and premise != DERIVED_PREMISE:
         raise DCPMIConfigError(
             f"{where}: DC-PMI needs a non-empty domain premise; add a line such as "
-            f'`domain_premise: "Answer:"` (ending the way {base_name!r}\'s prompt ends).'
+            f'`domain_premise: "Answer:"` (ending the way {base_name!r}\'s prompt ends), or '
+            "leave the line out for each document's last word (the paper's rule)."
         )
+
+
+def _derived_premise_line(merged: dict[str, Any], base_name: str, where: str) -> str:
+    """The one line that says a variant's domain premise is derived, and how to write one."""
+    if merged["metadata"].get(DCPMI_TASK_KEY) is not None:
+        instead = f"--dcpmi_task {base_name}=PREMISE"
+    else:
+        instead = "a `domain_premise:` line in its YAML"
+    return (
+        f"{where}: {derived_label(DERIVED_PREMISE['kind'])}: no domain premise is written, so each "
+        "document's is the last word of its premise (the paper's rule, `{kind: last_word}`); "
+        f"to write one instead, give {instead}."
+    )
 
 
 def _task_manager(derived: dict[str, Any]) -> tuple[Any, str]:
@@ -188,3 +224,61 @@ def _describe(config: dict[str, Any]) -> str:
     else:
         source = metadata.get("config_source", "its YAML")
     return f"task {config.get('task', '<unnamed>')} ({source})"
+
+
+# ---- the YAMLs of `dcpmi run --dcpmi_task TASK[=PREMISE]` ----------------------------
+
+
+def parse_dcpmi_task(value: str) -> tuple[str, str | None]:
+    """``'arc_easy=Answer:'`` -> ``('arc_easy', 'Answer:')`` (the premise kept verbatim);
+    ``'arc_easy'`` -> ``('arc_easy', None)``: each document's last word."""
+    base, equals, premise = value.partition("=")
+    base = base.strip()
+    if not base or (equals and not premise):
+        raise DCPMIError(
+            f"{DCPMI_TASK_OPTION} {value!r}: expected TASK=PREMISE with a registered "
+            'multiple-choice task and a non-empty domain premise, e.g. arc_easy="Answer:" '
+            "(or TASK alone: each document's last word is its domain premise)."
+        )
+    # TASK names a file of the temporary task folder: nothing that leads out of it.
+    bad = next((c for c in base if c in "/\\" or not c.isprintable()), None)
+    if bad is not None or base.startswith((".", "-")):
+        what = f"it holds {bad!r}" if bad is not None else f"it starts with {base[0]!r}"
+        raise DCPMIError(
+            f"{DCPMI_TASK_OPTION} {value!r}: {base!r} is not a task name ({what}); TASK is "
+            "the name of a registered task, e.g. arc_easy (for a task of your own, give its "
+            "folder with --include_path and its name here)."
+        )
+    return base, premise if equals else None
+
+
+def option_value(base: str, premise: str | None) -> str:
+    """The option's value as given: ``TASK=PREMISE``, or ``TASK`` alone."""
+    return base if premise is None else f"{base}={premise}"
+
+
+def derived_task_config(base: str, premise: str | None) -> dict[str, Any]:
+    """The by-name DC-PMI YAML for ``base`` (written out with the function tag added),
+    without ``domain_premise`` when ``premise`` is None; its metadata holds the option,
+    which results and errors name as the task's source (the YAML itself is a temporary
+    file)."""
+    config: dict[str, Any] = {"task": base + DERIVED_SUFFIX, BASE_TASK_KEY: base}
+    if premise is not None:
+        config["domain_premise"] = premise
+    config["metadata"] = {DCPMI_TASK_KEY: option_value(base, premise)}
+    return config
+
+
+def write_derived_tasks(derived: Sequence[tuple[str, str | None]], folder: Path) -> list[str]:
+    """One YAML per ``(base, premise)`` in ``folder``; returns the new task names."""
+    names = []
+    for base, premise in derived:
+        config = derived_task_config(base, premise)
+        path = folder / f"{config['task']}.yaml"
+        if path.resolve().parent != folder.resolve():  # parse_dcpmi_task rules this out
+            raise DCPMIError(f"{DCPMI_TASK_OPTION} {base}: not a task name.")
+        text = yaml.safe_dump(config, allow_unicode=True, sort_keys=False)
+        text += "class: !function lm_eval_dcpmi.task.DCPMITask\n"
+        path.write_text(text, encoding="utf-8")
+        names.append(config["task"])
+    return names

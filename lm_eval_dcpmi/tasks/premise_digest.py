@@ -4,7 +4,9 @@ against (lm-eval's ``task_hashes`` see the conditional requests only).
 The digest is the first 8 hex digits of a sha256: of the domain premise alone for a task
 with nothing else, else of every reference context and content-free field
 (``references.identity_sha256``). Results record the whole sha256 as the task metadata's
-``premise_sha256``. Imports nothing of lm-eval: the report and the leaderboard read it.
+``premise_sha256``. A domain premise derived from each document's premise (none written)
+is recorded by its rule, ``DERIVED_KEY``, and shown as ``derived_label`` says. Imports
+nothing of lm-eval: the report and the leaderboard read it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import hashlib
 from typing import Any
 
 MARK = "+premise."
+# Task metadata key: the rule that derived each document's domain premise (then
+# `domain_premise` is null); absent when the premise was written.
+DERIVED_KEY = "domain_premise_derived"
+# How reports, verify and exports name DC-PMI under a derived premise, by rule.
+DERIVED_NAMES = {"last_word": "last-word premise"}
 
 
 def sha256_of(text: str) -> str:
@@ -41,3 +48,15 @@ def premise_version(version: Any, domain_premise: str) -> str:
     requests only). A task with more reference contexts or content-free fields hashes
     them all (``references.identity``)."""
     return versioned(version, sha256_of(domain_premise))
+
+
+def derived_rule(metadata: Any) -> str | None:
+    """The rule a task's recorded metadata names for its derived domain premise; None for
+    a written premise."""
+    rule = metadata.get(DERIVED_KEY) if isinstance(metadata, dict) else None
+    return None if rule is None else str(rule)
+
+
+def derived_label(rule: str) -> str:
+    """``'DC-PMI (last-word premise)'``: DC-PMI under the domain premise ``rule`` derives."""
+    return f"DC-PMI ({DERIVED_NAMES.get(rule, f'domain premise derived by {rule!r}')})"

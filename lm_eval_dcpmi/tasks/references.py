@@ -2,8 +2,9 @@
 
 A *reference context* stands where the premise stood, and the options are scored after it
 too: PMI under that prior is log P(y | premise) - log P(y | reference context). Every
-DC-PMI task has the paper's, named ``domain`` (its ``domain_premise:``); a task may add
-more under ``reference_contexts:``, each one of
+DC-PMI task has the paper's, named ``domain`` (its ``domain_premise:``, written, or
+``{kind: last_word}``: derived from each document's premise, the default of a
+``base_task:`` variant); a task may add more under ``reference_contexts:``, each one of
 
 * a string: a premise template (Jinja over the document, like ``domain_premise``);
 * ``{kind: empty}``: lm-eval's unconditional context, the empty string (the model then
@@ -31,6 +32,7 @@ import yaml
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
 from lm_eval_dcpmi.harness.configurable_task import fewshot_random
+from lm_eval_dcpmi.json_files import NOT_IN_A_NAME
 from lm_eval_dcpmi.rules.layout import DOMAIN
 from lm_eval_dcpmi.tasks import premise_digest
 
@@ -38,6 +40,9 @@ from lm_eval_dcpmi.tasks import premise_digest
 CONTENT_FREE_INPUTS: tuple[str, ...] = ("N/A", "", "[MASK]")
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 KINDS = ("premise", "empty", "last_word")
+# The domain premise derived from each document's premise when none is written (the
+# paper's rule: "usually just the ending of the conditional premise"; HellaSwag's last word).
+DERIVED_PREMISE = {"kind": "last_word"}
 
 
 @dataclass(frozen=True)
@@ -66,19 +71,28 @@ def last_word(premise: str) -> str:
     return text[max(text.rfind(" "), 0) :]
 
 
+def domain_reference(spec: Any, task: str, source: str) -> ReferenceContext:
+    """The domain premise: a string (a Jinja template over the document), or a rule that
+    derives each document's from its premise, ``{kind: last_word}`` (``DERIVED_PREMISE``,
+    what a ``base_task:`` variant without ``domain_premise`` takes)."""
+    if isinstance(spec, str) and spec:
+        return ReferenceContext(DOMAIN, "premise", spec)
+    if isinstance(spec, Mapping) and dict(spec) == DERIVED_PREMISE:
+        return ReferenceContext(DOMAIN, "last_word")
+    raise DCPMIConfigError(
+        f"task {task} ({source}): DC-PMI needs a domain premise; add a line such "
+        'as `domain_premise: " the answer is:"` (a string or a Jinja template over '
+        "the document), or `domain_premise: {kind: last_word}` for each document's last "
+        f"word; got {spec!r}."
+    )
+
+
 def reference_contexts(
     config: Mapping[str, Any], task: str, source: str
 ) -> tuple[ReferenceContext, ...]:
     """The task's reference contexts: ``domain`` first, then ``reference_contexts:`` in the
     YAML's order. ``DCPMIConfigError`` names the task and the entry at fault."""
-    domain_premise = config.get("domain_premise")
-    if not isinstance(domain_premise, str) or not domain_premise:
-        raise DCPMIConfigError(
-            f"task {task} ({source}): DC-PMI needs a domain premise; add a line such "
-            'as `domain_premise: " the answer is:"` (a string or a Jinja template over '
-            "the document)."
-        )
-    found = [ReferenceContext(DOMAIN, "premise", domain_premise)]
+    found = [domain_reference(config.get("domain_premise"), task, source)]
     extra = config.get("reference_contexts", {})
     if not isinstance(extra, Mapping):  # [] and an empty value too: leave the key out
         raise DCPMIConfigError(
@@ -154,7 +168,7 @@ def identity_sha256(references: tuple[ReferenceContext, ...], fields: tuple[str,
     """The sha256 of what the task scores against: the domain premise alone for a task with
     nothing else (as before reference contexts existed), else every entry. Results record
     it as the task metadata's ``premise_sha256``."""
-    if len(references) == 1 and not fields:
+    if len(references) == 1 and not fields and references[0].kind == "premise":
         text = references[0].template or ""
     else:
         text = repr([(r.name, r.kind, r.template) for r in references] + [("cf", fields)])
@@ -162,13 +176,15 @@ def identity_sha256(references: tuple[ReferenceContext, ...], fields: tuple[str,
 
 
 def metadata(references: tuple[ReferenceContext, ...], fields: tuple[str, ...]) -> dict[str, Any]:
-    """The task metadata results files record: the domain premise, and the other reference
-    contexts and the content-free fields where the task has them (the report reads the
-    request layout from these)."""
-    found: dict[str, Any] = {
-        "domain_premise": references[0].template,
-        "premise_sha256": identity_sha256(references, fields),
-    }
+    """The task metadata results files record: the domain premise (null, and the rule in
+    ``premise_digest.DERIVED_KEY``, when it is derived), and the other reference contexts and the
+    content-free fields where the task has them (the report reads the request layout from
+    these)."""
+    domain = references[0]
+    found: dict[str, Any] = {"domain_premise": domain.template}
+    if domain.kind != "premise":  # none written: each document's, by this rule
+        found[premise_digest.DERIVED_KEY] = domain.kind
+    found["premise_sha256"] = identity_sha256(references, fields)
     if len(references) > 1:
         found["reference_contexts"] = {r.name: r.spec for r in references[1:]}
     if fields:
@@ -192,7 +208,7 @@ def same_fewshot_draws(task: Any) -> Iterator[None]:
 def check_task_name(name: Any, source: str) -> None:
     """lm-eval writes a task's samples to ``samples_<task>_<date>.jsonl``: a name with a path
     separator there would only fail after every request is scored."""
-    bad = [c for c in ("/", "\\", "\0") if c in str(name)]
+    bad = [c for c in NOT_IN_A_NAME if c in str(name)]
     if bad:
         fixed = str(name)
         for c in bad:

@@ -14,6 +14,7 @@ import jinja2
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
 from lm_eval_dcpmi.harness import configurable_task as harness_tasks
 from lm_eval_dcpmi.harness.templates import jinja_env, template_error
+from lm_eval_dcpmi.rules.layout import DOMAIN
 from lm_eval_dcpmi.tasks import references
 
 
@@ -100,9 +101,11 @@ def premise_text(
     if reference.kind == "empty":
         return ""
     if reference.kind == "last_word":
-        text = rendered(task, "doc_to_text", task.doc_to_text, doc, doc_id)
+        premise = rendered(task, "doc_to_text", task.doc_to_text, doc, doc_id)
+        text = references.last_word(premise) if isinstance(premise, str) else ""
+        if reference.name == DOMAIN and not text.strip():
+            raise fault(task, doc, doc_id, _no_last_word(premise))
         what = "the last word of the premise"
-        text = references.last_word(text) if isinstance(text, str) else ""
     else:
         what = f"the {reference.name} premise {reference.template!r}"
         template = task.premise_templates[reference.name]
@@ -117,6 +120,19 @@ def premise_text(
             + "; a reference context needs some text.",
         )
     return text
+
+
+def _no_last_word(premise: Any) -> str:
+    """Why a derived domain premise cannot be taken from ``premise`` (doc_to_text's)."""
+    if isinstance(premise, str):
+        found = "is empty" if not premise else f"is only whitespace ({premise!r})"
+    else:  # several inputs (Winogrande's form): doc_to_text gives the gold option's index
+        found = f"is {type(premise).__name__} {premise!r}, not a text"
+    return (
+        f"the domain premise is the premise's last word, but the premise (doc_to_text) "
+        f"{found}: it has no last word; write the domain premise instead "
+        "(`domain_premise:` in the task's YAML, or --dcpmi_task TASK=PREMISE)."
+    )
 
 
 def reference_context(

@@ -6,17 +6,20 @@ world_size)``): every shard gets the same mix of a split's parts (HellaSwag's Ac
 and WikiHow halves), and the N shards together hold each document exactly once. lm-eval
 scores them as ``--samples`` indices (their samples keep the split's document ids); the
 results file records the shard under ``dcpmi.shard``, which ``dcpmi merge`` reads to join
-the shards into one run.
+the shards into one run. ``--shard slurm`` (or ``slurm/N``, ``kubernetes/N``) reads K and N
+from the scheduler's array job instead (``array_jobs``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.tasks.array_jobs import is_scheduler, scheduler_shard
 from lm_eval_dcpmi.tasks.quick_look import take_option
 
 SHARD_OPTION = "--shard"
@@ -29,6 +32,8 @@ class Shard:
 
     index: int
     count: int
+    # where a scheduler's spelling found K (e.g. "SLURM_ARRAY_TASK_ID=3 of the array 1-8")
+    source: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
@@ -41,14 +46,22 @@ class Shard:
         return {"index": self.index, "count": self.count}
 
 
-def parse_shard(value: str, option: str = SHARD_OPTION) -> Shard:
-    """``K/N`` with 1 <= K <= N; a ``DCPMIError`` saying the form otherwise."""
+def parse_shard(
+    value: str, option: str = SHARD_OPTION, environ: Mapping[str, str] | None = None
+) -> Shard:
+    """``K/N`` with 1 <= K <= N, or a scheduler's spelling read from ``environ`` (default
+    the process's environment); a ``DCPMIError`` saying the form otherwise."""
+    if is_scheduler(value):
+        index, count, source = scheduler_shard(
+            value, os.environ if environ is None else environ, option
+        )
+        return Shard(index, count, source)
     match = _FORM.match(value)
     index, count = (int(match[1]), int(match[2])) if match else (0, 0)
     if not match or count < 1 or not 1 <= index <= count:
         raise DCPMIError(
             f"{option} {value!r}: give K/N, shard K of N with 1 <= K <= N (e.g. {option} 1/4 "
-            f"... {option} 4/4; dcpmi merge joins them)."
+            f"... {option} 4/4; dcpmi merge joins them), or {option} slurm in an array job."
         )
     return Shard(index, count)
 

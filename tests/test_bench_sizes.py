@@ -1,0 +1,86 @@
+"""``benchmarks/bench_sizes.py`` and ``benchmarks/device_check.sh``: the comparisons and the
+page on made-up runs (hand-computed), and the GPU check itself, run as CI runs it: on the
+CPU with a tiny configuration, so that the script a GPU machine runs cannot rot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import published_configs  # noqa: E402
+import sizes  # noqa: E402
+
+# Two documents of 2 options: conditional, then domain requests.
+REQUESTS = {
+    "source": "made-up",
+    "counts": {"t": 2},
+    "documents": [
+        {"task": "t", "doc_id": d, "first": 4 * d, "count": 4, "options": 2, "carrier": False,
+         "references": ["domain"], "content_free": [], "n_chars": [3, 9]}
+        for d in range(2)
+    ],
+}  # fmt: skip
+
+
+def run(lls: list[float]) -> dict:
+    return {"loglikelihoods": lls, "greedy": [False] * 8, "n_tokens": [1, 3] * 4}
+
+
+@pytest.mark.fast
+def test_compare_finds_the_largest_difference_and_the_documents_whose_picks_differ():
+    a = run([-4.0, -5.0, -1.0, -4.5, -2.0, -3.0, -1.0, -1.0])
+    b = run([-4.0, -5.0, -1.0, -4.5, -2.0, -3.0, -1.0, -0.5])
+    same = sizes.compare(REQUESTS, a, a)
+    assert same == {"max_abs_diff": 0.0, "picks_equal": True, "documents_differing": [],
+                    "greedy_equal": True}  # fmt: skip
+    # Document 1: DC-PMI scores -1 and -2 under a, -1 and -2.5 under b; Unc picks 0 under a
+    # (a tie of -1.0 and -1.0, the lowest index wins) and 1 under b.
+    differs = sizes.compare(REQUESTS, a, b)
+    assert differs["max_abs_diff"] == 0.5 and differs["documents_differing"] == ["t 1"]
+
+
+@pytest.mark.fast
+def test_performed_flops_count_the_head_where_each_backend_runs_it():
+    spec = published_configs.CONFIGS["tiny-llama"]
+    parameters = {"total": 10, "non_embedding": 1000, "head": 500}
+    record = {"forwarded_positions": 40, "scored_positions": 6}
+    # layers: 2 x 1000 x 40; head: hf at all 40 positions, hf-prefix at the 6 scored
+    assert sizes.performed_gflop(spec, parameters, record, "hf") == (80_000 + 40_000) / 1e9
+    assert sizes.performed_gflop(spec, parameters, record, "hf-prefix") == (80_000 + 6_000) / 1e9
+
+
+@pytest.mark.fast
+def test_every_configuration_is_a_real_size_its_tokenizer_fits():
+    """The published configurations span 0.5B to 8B parameters in four families, and
+    each vocabulary holds the embedded tokenizer's ids (49,152)."""
+    real = {n: s for n, s in published_configs.CONFIGS.items() if n != "tiny-llama"}
+    assert {s.model_type for s in real.values()} >= {"llama", "qwen2", "gemma3_text", "olmo2"}
+    assert all(s.config["vocab_size"] >= 49152 for s in published_configs.CONFIGS.values())
+    assert any(s.dtype == "bfloat16" and s.config["hidden_size"] == 4096 for s in real.values())
+
+
+@pytest.mark.slow
+def test_the_device_check_runs_on_the_cpu_with_a_tiny_configuration(tmp_path):
+    done = subprocess.run(
+        ["benchmarks/device_check.sh", "--tiny", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "sizes_tiny.json").read_text())
+    (row,) = report["configs"]
+    hf, prefix = row["backends"]["hf"], row["backends"]["hf-prefix"]
+    assert row["config"] == "tiny-llama" and row["dtype"] == "bfloat16"
+    assert prefix["setup"] == {"packed": True, "window_masks": True, "window": None}
+    # Summed as HFLM sums in bf16: the same answers, the same picks.
+    assert row["hf_prefix_vs_hf"]["max_abs_diff"] <= 0.0625
+    assert row["hf_prefix_vs_hf"]["picks_equal"]
+    assert prefix["forwarded_positions"] < hf["hf_positions"] <= hf["forwarded_positions"]
+    assert "vs_fp32" in row and (tmp_path / "sizes_tiny.md").read_text().count("tiny-llama") == 2
