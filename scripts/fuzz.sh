@@ -37,8 +37,6 @@ findings = [json.loads(line) for line in (found / "findings.jsonl").read_text().
 for part in summary:
     print(f"fuzz: {part['property']}: {part['cases']} cases, {part['commands']} commands in "
           f"{part['seconds']} s, {part['findings']} finding(s)")
-    for label, count in part["known"].items():
-        print(f"  known ({count} case(s)): {label}")
 print(f"fuzz: {sum(p['cases'] for p in summary)} cases tried, {len(findings)} finding(s)")
 distinct = collections.Counter((f["command"].split()[0], f["problem"]) for f in findings)
 for (command, problem), count in distinct.most_common():

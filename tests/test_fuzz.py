@@ -82,46 +82,6 @@ CALL_SECONDS = 60
 EXPORT_FORMATS = ("eee", "hf", "model-index")
 COMMITTED = "results_2026-12-04T01-17-37.593269.json"  # the full CB run
 
-# ---------------------------------------------------------------- known, fixed elsewhere
-# The defects issue 55 lists, which branch fixes55 fixes: a case that shows one of them is
-# counted as known, not failed. Remove each entry when its fix is merged.
-KNOWN: list[tuple[str, Callable[[Check, str], bool]]] = [
-    (
-        "issue 55, fixes55: a FIFO named results_*.json (or where a results file is expected) "
-        "blocks verify, merge and export; only regular files are read",
-        lambda check, case: "fifo" in case and any("hung" in p for p in check.problems),
-    ),
-    (
-        "issue 55, fixes55: only regular files are read (a link to /dev/zero is read forever)",
-        lambda check, case: (
-            "/dev/zero" in case and any("MemoryError" in p or "hung" in p for p in check.problems)
-        ),
-    ),
-    (
-        "issue 55, fixes55: merge with a recorded count of 10^12 ends in MemoryError; every "
-        "count read from a file is bounded by what the data allows",
-        lambda check, case: (
-            check.command == "merge"
-            and ("n-samples" in case or "'shard'" in case)
-            and any("MemoryError" in p or "OverflowError" in p for p in check.problems)
-        ),
-    ),
-    (
-        "issue 55, fixes55: merge with shards recording a count of 0 ends in a traceback "
-        "(range() arg 3 must not be zero)",
-        lambda check, case: (
-            check.command == "merge"
-            and any("range() arg 3 must not be zero" in p for p in check.problems)
-        ),
-    ),
-    (
-        "issue 55, fixes55: a task name with a path separator ends in a traceback "
-        "(ValueError: Invalid name); every name read from a file is checked",
-        lambda check, case: any("ValueError: Invalid name" in p for p in check.problems),
-    ),
-]
-
-
 # ---------------------------------------------------------------- the genuine runs
 
 
@@ -290,14 +250,13 @@ def _verb(command: str) -> str:
 
 @dataclass
 class Tally:
-    """Cases tried and findings; in CI the first unknown finding fails the case at once."""
+    """Cases tried and findings; in CI the first finding fails the case at once."""
 
     name: str
     space: Path
     cases: int = 0
     commands: int = 0
     findings: list[dict] = field(default_factory=list)
-    known: dict[str, int] = field(default_factory=dict)
     start: float = field(default_factory=time.monotonic)
 
     def out_of_time(self) -> bool:
@@ -311,10 +270,6 @@ class Tally:
         self.commands += len(checks)
         for check in checks:
             for problem in check.problems:
-                label = next((k for k, applies in KNOWN if applies(check, description)), None)
-                if label is not None:
-                    self.known[label] = self.known.get(label, 0) + 1
-                    continue
                 finding = {
                     "property": self.name,
                     "case": description,
@@ -345,7 +300,6 @@ class Tally:
             "cases": self.cases,
             "commands": self.commands,
             "findings": len(self.findings),
-            "known": self.known,
             "seconds": round(time.monotonic() - self.start, 1),
         }
         print(f"fuzz: {json.dumps(summary)}")
