@@ -71,6 +71,21 @@ def one_line(message: str) -> str:
     return " ".join(line.strip() for line in str(message).splitlines() if line.strip())
 
 
+def printable(message: str) -> str:
+    """``message`` as one printable line: a control character that a name read from a file
+    brings (a line break, a NUL) is shown as its escape (``\\n``, ``\\x00``), and so is a
+    lone surrogate (``\\ud800``), which no terminal encoding holds.
+
+    >>> printable("task 'a\\nb' is not installed")
+    "task 'a\\\\nb' is not installed"
+    """
+    shown = "".join(
+        repr(c)[1:-1] if c != "\t" and (ord(c) < 32 or 127 <= ord(c) < 160) else c
+        for c in str(message)
+    )
+    return shown.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def cause_of(
     error: BaseException, kinds: type[BaseException] | tuple[type[BaseException], ...]
 ) -> BaseException | None:

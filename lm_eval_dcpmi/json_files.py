@@ -47,6 +47,12 @@ def parse_json(
     except json.JSONDecodeError as problem:
         message = json_problem(where, problem, line)
         raise error(f"{message}; {fix}" if fix else f"{message}.") from None
+    except ValueError:  # an integer of more digits than Python converts (4,300)
+        at = f":{line}" if line else ""
+        raise error(
+            f"{where}{at}: holds an integer of thousands of digits, more than Python reads; "
+            "not a file lm-eval wrote."
+        ) from None
     except RecursionError:  # nested deeper than Python's parser goes: no lm-eval file is
         at = f":{line}" if line else ""
         raise error(
@@ -142,7 +148,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     try:
         # mkstemp makes the file 600; a file written in place would get 666 less the umask
         os.chmod(temporary, 0o666 & ~current_umask())
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
+        # a lone surrogate read from a JSON escape (\\ud800) is written back as that escape
+        with os.fdopen(handle, "w", encoding="utf-8", errors="backslashreplace") as file:
             file.write(text)
         os.replace(temporary, path)
     except BaseException:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -132,11 +133,24 @@ def lm_eval_run(tmp_path_factory, data_dir) -> LmEvalRun:
 
 
 @pytest.fixture(scope="session")
-def shard_runs(tmp_path_factory, data_dir) -> dict[str, Path]:
+def shard_runs(tmp_path_factory, data_dir) -> Mapping[str, Path]:
     """``dcpmi run --tasks dcpmi_cb`` whole and in 3 shards (helpers.SHARDED_RUNS):
-    name -> its output folder."""
-    base = ["--model", "hf", "--batch_size", "1", "--tasks", SHARDED_TASK]
-    return {
-        name: dcpmi_once(tmp_path_factory, f"shards_{name}", [*base, *extra])
-        for name, extra in SHARDED_RUNS.items()
-    }
+    name -> its output folder, each run when first asked for (the fuzz tier reads the
+    shards alone)."""
+    return ShardRuns(tmp_path_factory)
+
+
+class ShardRuns(Mapping[str, Path]):
+    def __init__(self, tmp_path_factory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+
+    def __getitem__(self, name: str) -> Path:
+        base = ["--model", "hf", "--batch_size", "1", "--tasks", SHARDED_TASK]
+        extra = SHARDED_RUNS[name]
+        return dcpmi_once(self.tmp_path_factory, f"shards_{name}", [*base, *extra])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SHARDED_RUNS)
+
+    def __len__(self) -> int:
+        return len(SHARDED_RUNS)

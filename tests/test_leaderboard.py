@@ -571,7 +571,8 @@ def test_verify_recomputes_a_real_run_and_catches_tampering(real_run, tmp_path, 
     shutil.copytree(real_run, other)
     (samples,) = other.rglob("samples_dcpmi_cb_*.jsonl")
     lines = [json.loads(line) for line in samples.read_text().splitlines()]
-    lines[0]["filtered_resps"] = [[str(-float(r[0])), r[1]] for r in lines[0]["filtered_resps"]]
+    resps = lines[0]["filtered_resps"]  # other loglikelihoods (still log-probabilities)
+    lines[0]["filtered_resps"] = [[str(float(r[0]) * (1 + i)), r[1]] for i, r in enumerate(resps)]
     lines[0]["doc_hash"] = "0" * 64
     samples.write_text("".join(json.dumps(line) + "\n" for line in lines))
     status, _out, err = verify(capsys, str(other))

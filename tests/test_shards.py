@@ -404,12 +404,17 @@ def test_merge_refuses_a_shard_without_samples_or_with_corrupt_values(shard_runs
     _refused(capsys, [one, two, three], tmp_path / "b", "acc_dcpmi recomputes to 0", "corrupt")
     samples.write_bytes(saved)
     _edit_samples(two, lambda lines: lines[0].update(acc=250.0))
-    _refused(
-        capsys, [one, two, three], tmp_path / "c", "doc 1: acc recomputes to", "250.0", "corrupt"
-    )
+    _refused(capsys, [one, two, three], tmp_path / "c", ":1: its acc 250.0 is not 0 or 1")
     samples.write_bytes(saved)
     _edit_samples(two, lambda lines: lines[0].update(truncated=250.0))
-    _refused(capsys, [one, two, three], tmp_path / "d", "doc 1: truncated is 250.0", "corrupt")
+    _refused(
+        capsys,
+        [one, two, three],
+        tmp_path / "d",
+        "doc 1: truncated recomputes to 0 from its requests' token counts",
+        "250.0",
+        "corrupt",
+    )
     samples.write_bytes(saved[: len(saved) // 2])  # a truncated file
     _refused(capsys, [one, two, three], tmp_path / "e", "samples_dcpmi_cb", "shard 2/3")
     samples.write_bytes(saved)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from lm_eval_dcpmi.cli.subcommand import SubCommand
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, printable
 
 EXPORT_DESCRIPTION = """\
 Writes lm-eval results files of DC-PMI tasks (files, or --output_path folders, with the
@@ -112,13 +112,14 @@ def run_export(args: argparse.Namespace, verify: bool = True) -> int:
             refuse_unverified(submissions, args.tokenizer, args.data_dir)
         written = export(submissions, options)
     except DCPMIError as error:
-        print(f"dcpmi export: {error}", file=sys.stderr)
+        print(f"dcpmi export: {printable(str(error))}", file=sys.stderr)
         return 2
     for path in written:
-        print(f"wrote {path}")
+        print(printable(f"wrote {path}"))
     partial = [s.path for s in submissions if s.partial_tasks]
     if partial:
-        print(f"dcpmi export: marked as partial: {', '.join(map(str, partial))}", file=sys.stderr)
+        shown = printable(", ".join(map(str, partial)))
+        print(f"dcpmi export: marked as partial: {shown}", file=sys.stderr)
     return 0
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from lm_eval_dcpmi.cli.subcommand import SubCommand
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, printable
 
 MERGE_DESCRIPTION = """\
 Joins the shards of one run (the --output_path folders of `dcpmi run --shard K/N
@@ -62,10 +62,10 @@ def run_merge(args: argparse.Namespace) -> int:
             args.tokenizer,
         )
     except DCPMIError as error:
-        print(f"dcpmi merge: {error}", file=sys.stderr)
+        print(f"dcpmi merge: {printable(str(error))}", file=sys.stderr)
         return 2
     for path in written:
-        print(f"wrote {path}")
+        print(printable(f"wrote {path}"))
     return 0
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from lm_eval_dcpmi.cli.subcommand import SubCommand
-from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.errors import DCPMIError, printable
 
 VERIFY_DESCRIPTION = """\
 Trusts nothing a results file says that can be rebuilt. For each DC-PMI task of lm-eval
@@ -89,18 +89,18 @@ def run_verify(args: argparse.Namespace) -> int:
         )
         checked, findings = verify(args.results, options)
     except DCPMIError as error:
-        print(f"dcpmi verify: {error}", file=sys.stderr)
+        print(f"dcpmi verify: {printable(str(error))}", file=sys.stderr)
         return 2
     for line in summary(checked):
-        print(line)
+        print(printable(line))
     for result in checked:
         for note in result.notes:
-            print(f"note: {note}")
+            print(f"note: {printable(note)}")
         for line in result.rescored:
-            print(line)
+            print(printable(line))
     if findings:
         for finding in findings:
-            print(f"dcpmi verify: {finding}", file=sys.stderr)
+            print(f"dcpmi verify: {printable(str(finding))}", file=sys.stderr)
         print(f"dcpmi verify: FAILED, {len(findings)} difference(s).", file=sys.stderr)
         return 1
     files = len(checked)

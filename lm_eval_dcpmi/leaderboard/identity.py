@@ -24,7 +24,7 @@ import importlib.metadata
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,14 @@ def recorded_identity(recorded: Mapping[str, Any], where: str) -> ModelIdentity:
         raise DCPMIError(
             f"{where}: dcpmi.model.id {model_id!r} is not a hub id (developer/name, e.g. "
             f"{EMBEDDED_ID}); give the model's id with --model_id."
+        )
+    lacking = [
+        f.name for f in fields(ModelIdentity) if f.default is MISSING and f.name not in recorded
+    ]
+    if lacking:
+        raise DCPMIError(
+            f"{where}: dcpmi.model records no {lacking[0]!r}, which every results file of the "
+            "plugin records; not a results file of dcpmi run, or edited."
         )
     return ModelIdentity(**recorded)
 

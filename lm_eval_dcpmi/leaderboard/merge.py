@@ -39,6 +39,7 @@ from lm_eval_dcpmi.harness.logged import logged_loglikelihood
 from lm_eval_dcpmi.json_files import checked_name, read_json, write_json
 from lm_eval_dcpmi.leaderboard import shard_bounds
 from lm_eval_dcpmi.leaderboard.identity import sanitized
+from lm_eval_dcpmi.leaderboard.mergeable import check_mergeable
 from lm_eval_dcpmi.leaderboard.recompute import (
     TokenCounts,
     close,
@@ -332,6 +333,7 @@ def merge(
             raise DCPMIError(
                 f"{run}: scores tasks {_shown(others)}, but {first} scores {_shown(sorted(names))}."
             )
+    check_mergeable(shards, names)
     data = copy.deepcopy(first.data)
     samples_of: dict[str, list[dict[str, Any]]] = {}
     for name in names:
@@ -390,7 +392,8 @@ def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list], where: 
 
 def _samples_writer(samples: list[dict[str, Any]]) -> Any:
     def write(path: Path) -> None:
-        with path.open("w", encoding="utf-8") as file:
+        # a lone surrogate of a logged string (its JSON escape, \\ud800) written back as it was
+        with path.open("w", encoding="utf-8", errors="backslashreplace") as file:
             for sample in samples:
                 file.write(json.dumps(sample, ensure_ascii=False, default=str) + "\n")
 

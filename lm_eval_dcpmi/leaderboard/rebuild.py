@@ -84,6 +84,9 @@ def build_options(data: dict[str, Any], task: str, tokenizer: Any) -> BuildOptio
     shots = (data.get("n-shot") or {}).get(task) if isinstance(data.get("n-shot"), dict) else None
     template = data.get("chat_template")
     seed = config.get("fewshot_seed")
+    for key in ("system_instruction", "chat_template"):
+        if data.get(key) is not None and not isinstance(data.get(key), str):
+            raise DCPMIError(f"its {key} is {data[key]!r}, not text; not a file lm-eval wrote")
     return BuildOptions(
         num_fewshot=int(shots) if isinstance(shots, (int, str)) and str(shots).isdigit() else None,
         fewshot_seed=int(seed) if isinstance(seed, int) else None,

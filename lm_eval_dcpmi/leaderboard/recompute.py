@@ -11,6 +11,7 @@ so a number is recomputed one way only.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from lm_eval_dcpmi.report.samples import (
     DocumentOptions,
     document_options,
     read_samples,
+    request_pairs,
     task_layout,
 )
 from lm_eval_dcpmi.rules import scoring
@@ -69,7 +71,7 @@ def number(value: Any) -> float:
         return math.nan
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past float
         return math.nan
 
 
@@ -180,13 +182,15 @@ def score_documents(
             findings.append(Finding(where, f"doc {doc.doc_id}: {error}: not this task's"))
             continue
         values = scoring.accuracies(scores, doc.gold, accuracies)
-        values.pop(scoring.UNRANKED, None)
         values.update(scoring.measures(scores, measures))
+        if counter is not None and sample.get("arguments"):
+            values[scoring.TRUNCATED] = _truncated(counter, request_pairs(sample["arguments"]))
         picks = scoring.predictions(scores, accuracies)
         scored.append(ScoredDocument(sample, doc, values, picks, scores))
     corpus = {m.name: m.corpus for m in accuracies if m.corpus is not None}
     for name, rule in corpus.items() if scored else []:
         items = [rule.item(d.scores, d.options.gold) for d in scored]
+        findings += _item_findings(name, scored, items, where)
         for doc, pick in zip(scored, rule.picks(items), strict=True):
             doc.picks[name] = pick
             doc.values[name] = float(pick is not None and pick == doc.options.gold)
@@ -194,19 +198,57 @@ def score_documents(
         for metric, value in doc.values.items():
             if metric in corpus:
                 continue  # logged as the document's item, decided over the task
-            if metric not in doc.sample and metric in scoring.MEASURES:
-                continue  # a measure describes, decides nothing: older runs did not log it
+            if metric not in doc.sample and metric in (*scoring.MEASURES, *scoring.COUNTS):
+                continue  # describes, decides nothing: older runs did not log it
             logged = number(doc.sample.get(metric))
             if not close(value, logged):
+                source = (
+                    "its requests' token counts"
+                    if metric == scoring.TRUNCATED
+                    else "the logged loglikelihoods"
+                )
                 findings.append(
                     Finding(
                         where,
                         f"doc {doc.options.doc_id}: {metric} recomputes to {value:g} from "
-                        "the logged loglikelihoods, but the sample logs "
-                        f"{doc.sample.get(metric)!r}",
+                        f"{source}, but the sample logs {doc.sample.get(metric)!r}",
                     )
                 )
     return scored, findings
+
+
+def _truncated(counter: Any, requests: Sequence[tuple[str, str]]) -> float:
+    """How many of a document's requests are longer than the model's window (the task
+    counts them so, ``DCPMITask._document_scoring``)."""
+    counts = [counter.split(context, option) for context, option in requests]
+    return float(sum(n_ctx + n_cont > counter.max_length + 1 for n_ctx, n_cont in counts))
+
+
+def _item_findings(
+    name: str, scored: Sequence[ScoredDocument], items: Sequence[Sequence[float]], where: str
+) -> list[Finding]:
+    """Each document's logged item of the corpus rule ``name`` against the one its
+    loglikelihoods give (the reports decide the rule from the logged items)."""
+    found = []
+    logging = any(doc.sample.get(name) is not None for doc in scored)
+    for doc, item in zip(scored, items, strict=True):
+        logged = doc.sample.get(name)
+        if logged is None and logging:  # logged on other documents: a line was edited
+            found.append(Finding(where, f"doc {doc.options.doc_id}: logs no {name}"))
+        if logged is None:
+            continue
+        values = json.loads(logged) if isinstance(logged, str) else logged
+        if len(values) != len(item) or not all(
+            close(a, number(b)) for a, b in zip(item, values, strict=True)
+        ):
+            found.append(
+                Finding(
+                    where,
+                    f"doc {doc.options.doc_id}: {name} logs the item {logged!r}, but the logged "
+                    f"loglikelihoods give {[round(x, 6) for x in item]}",
+                )
+            )
+    return found
 
 
 def score_task(task: TaskEntry, counts: TokenCounts) -> tuple[list[ScoredDocument], list[Finding]]:

@@ -58,6 +58,9 @@ def _range_problem(metric: scoring.Metric, stderr: bool, value: Any) -> str | No
     if stderr:
         if value == "N/A":
             return None
+        if metric.kind == "count" or metric.corpus is not None:
+            # lm-eval gives no standard error of a sum or of a corpus rule's aggregation
+            return 'is a standard error, but lm-eval writes "N/A" for this metric'
         x = number(value)
         return None if math.isfinite(x) and x >= 0 else "is not a standard error"
     x = number(value)
@@ -74,8 +77,37 @@ def _range_problem(metric: scoring.Metric, stderr: bool, value: Any) -> str | No
 
 def value_findings(submission: Submission) -> list[Finding]:
     """Every value of the DC-PMI tasks' results entries that is not finite or not in its
-    metric's range (a NaN or infinite accuracy is never passed on)."""
+    metric's range (a NaN or infinite accuracy is never passed on), and every task's
+    document counts (``n-samples``) that are not two whole numbers, the scored within the
+    split's."""
     found = []
+    counts, shots = submission.data.get("n-samples"), submission.data.get("n-shot")
+    for name, task in submission.tasks.items():
+        if task.is_group:
+            continue
+        shot = shots.get(name) if isinstance(shots, dict) else None
+        if shot is not None and (not isinstance(shot, int) or isinstance(shot, bool) or shot < 0):
+            found.append(
+                Finding(
+                    f"{submission.path} ({name})",
+                    f"its n-shot {_shown(shot)} is not a number of few-shot examples",
+                )
+            )
+        recorded = counts.get(name) if isinstance(counts, dict) else None
+        kept = recorded if isinstance(recorded, dict) else {}
+        values = [kept.get(k) for k in ("effective", "original")]
+        if not (
+            isinstance(recorded, dict)
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+            and values[0] <= values[1]
+        ):
+            found.append(
+                Finding(
+                    f"{submission.path} ({name})",
+                    f"its n-samples entry {_shown(recorded)} is not the documents scored and "
+                    "in the split (effective and original, whole numbers) that lm-eval records",
+                )
+            )
     for name in submission.tasks:
         entry = submission.data["results"].get(name) or {}
         for key, value in entry.items():
@@ -88,3 +120,8 @@ def value_findings(submission: Submission) -> list[Finding]:
             if problem:
                 found.append(Finding(f"{submission.path} ({name}, {key})", f"{value!r} {problem}"))
     return found
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -45,13 +45,19 @@ class TaskEntry:
         metadata = self.config.get("metadata")
         return metadata if isinstance(metadata, dict) else {}
 
+    def _text(self, key: str) -> str | None:
+        """A text the task's metadata records; a value of another type, shown as text (it
+        then matches nothing it is compared with, and is named there)."""
+        value = self.metadata.get(key)
+        return value if value is None or isinstance(value, str) else repr(value)
+
     @property
     def premise_sha256(self) -> str | None:
-        return self.metadata.get("premise_sha256")
+        return self._text("premise_sha256")
 
     @property
     def domain_premise(self) -> str | None:
-        return self.metadata.get("domain_premise")
+        return self._text("domain_premise")
 
     @property
     def premise_rule(self) -> str | None:
@@ -68,11 +74,13 @@ class TaskEntry:
     @property
     def data_files(self) -> dict[str, str] | None:
         files = self.metadata.get("data_files")
-        return dict(files) if isinstance(files, Mapping) else None
+        if not isinstance(files, Mapping):
+            return None
+        return {str(k): v if isinstance(v, str) else repr(v) for k, v in files.items()}
 
     @property
     def plugin_version(self) -> str | None:
-        return self.metadata.get("dcpmi_version")
+        return self._text("dcpmi_version")
 
     @property
     def partial(self) -> bool:
@@ -152,7 +160,7 @@ def _number(value: Any) -> float | None:
         return None
     try:
         number = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past float
         return None
     return None if math.isnan(number) else number
 
@@ -182,7 +190,7 @@ def _reported(
 def _int(value: Any) -> int | None:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: infinity
         return None
 
 
@@ -209,7 +217,8 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
         measures, measures_stderr = _reported(entry, "measure")
         is_group = name in subtasks and bool(subtasks.get(name))
         config = configs.get(name) if isinstance(configs.get(name), dict) else {}
-        if not values or (not is_group and "domain_premise" not in (config.get("metadata") or {})):
+        metadata = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
+        if not values or (not is_group and "domain_premise" not in metadata):
             # not a DC-PMI task (lm-eval's own tasks beside them are not ours), unless it
             # reports what only the plugin computes
             own = _plugin_metric(entry)

@@ -48,6 +48,7 @@ from lm_eval_dcpmi.leaderboard.recompute import (
     TokenCounts,
     close,
     mean_stderr,
+    number,
     score_documents,
     task_samples,
 )
@@ -214,6 +215,9 @@ def verify_task(
     means: dict[str, float] = {}
     for metric in scored[0].values:
         values = [d.values[metric] for d in scored]
+        if metric in scoring.COUNTS:  # summed, as lm-eval aggregates a count
+            findings += _count_against_results(submission, task, metric, math.fsum(values))
+            continue
         means[metric] = math.fsum(values) / len(values)
         row = scoring.metric_named(metric)
         # a corpus rule's decisions depend on each other: the mean's stderr does not apply
@@ -257,6 +261,9 @@ def _against_results(
         found.append(
             Finding(where, f"reports {reported!r}; the logged loglikelihoods give {mean!r}")
         )
+    entry = submission.data["results"].get(task.name) or {}
+    if f"{metric}_stderr,none" not in entry and not math.isnan(stderr):
+        found.append(Finding(where, "reports no standard error (lm-eval writes one)"))
     reported_stderr = errors.get(metric)
     if (
         reported_stderr is not None
@@ -271,6 +278,19 @@ def _against_results(
             )
         )
     return found
+
+
+def _count_against_results(
+    submission: Submission, task: TaskEntry, metric: str, total: float
+) -> list[Finding]:
+    entry = submission.data["results"].get(task.name) or {}
+    if f"{metric},none" not in entry:
+        return []  # describes, decides nothing: files written before it lack it
+    reported = number(entry[f"{metric},none"])
+    if math.isnan(reported) or close(total, reported):
+        return []  # not a number: value_findings said so
+    where = f"{submission.path} ({task.name}, {metric})"
+    return [Finding(where, f"reports {reported:g}; the logged documents give {total:g}")]
 
 
 def _group(submission: Submission, group: TaskEntry, checked: Checked) -> list[Finding]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.json_files import RESULTS_FILE_FIX, parse_json, read_text
+from lm_eval_dcpmi.report.integrity import SamplesError, check_numbers, same_metrics
 from lm_eval_dcpmi.report.results import (
     METHODS,
     ReportError,
@@ -34,10 +35,6 @@ from lm_eval_dcpmi.tasks import premise_digest
 log = logging.getLogger(__name__)
 
 
-class SamplesError(ReportError):
-    """The samples files beside a DC-PMI results file are unreadable or do not match it."""
-
-
 def read_results_file(path: Path) -> RunResults:
     """One results file, with the per-document values of the samples files beside it."""
     try:
@@ -46,6 +43,14 @@ def read_results_file(path: Path) -> RunResults:
         raise ReportError(f"{path}: not an lm-eval results file (not UTF-8 text)") from None
     data = parse_json(text, str(path), error=ReportError, fix=RESULTS_FILE_FIX)
     run = run_from_dict(data, path, samples={})
+    counts = data.get("n-samples", {})
+    for row in run.rows:
+        by_task = counts if isinstance(counts, Mapping) else {row.task: counts}
+        if row.is_group:
+            by_task = {}  # lm-eval counts a group's documents in its tasks' entries
+        elif row.task not in by_task and by_task:
+            by_task = {row.task: None}  # other tasks counted, this one not
+        check_numbers(row.task, data["results"][row.task], by_task, str(path))
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])
     for row in run.rows:
         if row.task in run.samples_files:
@@ -54,6 +59,7 @@ def read_results_file(path: Path) -> RunResults:
                 samples = read_samples(samples_file)
             except ReportError as error:
                 raise SamplesError(str(error)) from None
+            same_metrics(samples, samples_file)
             # doc ids that are indices first: the per-document values are put in their order
             _index_doc_ids(samples, f"{samples_file} ({row.task}, beside {path})")
             row.per_doc = per_document(samples) or None
@@ -99,12 +105,12 @@ def _same_run(
     where = f"{samples_file} ({row.task}, beside {results_file})"
     scored = [s for s in samples if s.get("filter", "none") == "none"]
     _doc_ids(row, scored, where, data)
-    for method in METHODS:
+    for method in (*METHODS, *row.extra):
         values = (row.per_doc or {}).get(method)
-        if not values or method not in row.scores:
+        if not values or method not in {**row.scores, **row.extra}:
             continue
         mean = sum(values) / len(values)  # lm-eval's `mean` aggregation
-        reported = row.scores[method]
+        reported = {**row.scores, **row.extra}[method]
         if not (mean == reported or (math.isnan(mean) and math.isnan(reported))):
             right = sum(1 for v in values if v == 1.0)
             raise SamplesError(
@@ -124,7 +130,8 @@ def _same_run(
                 f"file reports {reported:.6g}; the samples are another run's (or edited). "
                 f"{MOVE_AWAY}"
             )
-    recorded = (data.get("task_hashes") or {}).get(row.task)
+    hashes = data.get("task_hashes")
+    recorded = hashes.get(row.task) if isinstance(hashes, Mapping) else None
     computed = task_hash(samples)
     if isinstance(recorded, str) and computed is not None and computed != recorded:
         raise SamplesError(
@@ -175,7 +182,8 @@ def _doc_ids(
             f"{f' ({len(repeated)} doc ids repeat)' if len(repeated) > 1 else ''}; a samples "
             f"file holds each document once. {MOVE_AWAY}"
         )
-    limit = (data.get("config") or {}).get("limit") if isinstance(data, Mapping) else None
+    config = data.get("config") if isinstance(data, Mapping) else None
+    limit = config.get("limit") if isinstance(config, Mapping) else None
     if row.n_total is not None:
         beyond = [i for i in ids if i >= row.n_total]
         if beyond:
@@ -206,7 +214,8 @@ def _same_premise(
     premise = metadata.get("domain_premise") if isinstance(metadata, Mapping) else None
     if not isinstance(premise, str) or not premise.strip() or "{" in premise:
         return
-    version = str((data.get("versions") or {}).get(row.task, ""))
+    versions = data.get("versions")
+    version = str(versions.get(row.task, "") if isinstance(versions, Mapping) else "")
     named = premise_digest.digest_in(version)
     if named and named != premise_digest.short(premise_digest.sha256_of(premise)):
         return  # the results file contradicts itself; its version is what it is
@@ -249,12 +258,13 @@ def _results_in_folder(folder: Path) -> list[RunResults]:
                 raise  # a DC-PMI run with broken samples: never fall back to an older run
             except ReportError as error:
                 skipped.append(str(error))
-                log.warning("skipped %s", error)
-    if not runs:
+    if not runs:  # the refusal names the first skipped file: one line, no warning before it
         raise ReportError(
             f"{folder}: no DC-PMI results under this folder ({len(skipped)} results file(s) "
             f"skipped; first: {skipped[0]})"
         )
+    for reason in skipped:
+        log.warning("skipped %s", reason)
     return runs
 
 
@@ -264,15 +274,15 @@ def _unique_names(runs: list[RunResults]) -> None:
     for one in runs:
         counts[one.model] = counts.get(one.model, 0) + 1
     taken: set[str] = set()
-    for number, one in enumerate(runs, start=1):
+    for index, one in enumerate(runs, start=1):
         if counts[one.model] > 1:
-            stamp = str(number)
+            stamp = str(index)
             if one.source is not None:
                 match = re.search(r"(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)", one.source.name)
                 stamp = match.group(1) if match else one.source.stem
             name = f"{one.model} [{stamp}]"
             if name in taken:
-                name = f"{one.model} [{stamp} #{number}]"
+                name = f"{one.model} [{stamp} #{index}]"
             one.model = name
         taken.add(one.model)
 

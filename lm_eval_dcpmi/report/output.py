@@ -9,6 +9,7 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi.errors import printable
 from lm_eval_dcpmi.report.competition import Competition, competition_csv, competition_groups
 from lm_eval_dcpmi.report.figures import (
     competition_figure_name,
@@ -158,11 +159,11 @@ def report_command(
         for message in messages:
             stderr.write(_printable(f"dcpmi report: {message}\n"))
     except ReportError as error:
-        stderr.write(_printable(f"dcpmi report: error: {error}\n"))
+        stderr.write(f"dcpmi report: error: {printable(str(error))}\n")
         return 2
     except OSError as error:  # an --out folder that cannot be written
         where = f"{error.filename}: " if error.filename else ""
-        stderr.write(f"dcpmi report: error: {where}{error.strerror or error}\n")
+        stderr.write(f"dcpmi report: error: {printable(where + str(error.strerror or error))}\n")
         return 2
     return 0
 

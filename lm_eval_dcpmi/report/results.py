@@ -178,11 +178,9 @@ def best_of(shown: Mapping[str, float]) -> tuple[str, ...]:
 
 def number(value: Any) -> float:
     """A metric value as float; anything that is not a number ("N/A", None) is NaN."""
-    if isinstance(value, (bool, int, float)):
-        return float(value)
     try:
-        return float(value)  # numpy scalars, numeric strings
-    except (TypeError, ValueError):
+        return float(value)  # also numpy scalars, numeric strings
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer past float
         return math.nan
 
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +27,11 @@ from typing import Any
 from lm_eval_dcpmi.harness.logged import logged_loglikelihood
 from lm_eval_dcpmi.json_files import checked_name, open_regular, parse_json
 from lm_eval_dcpmi.report.results import ReportError, number
+from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.rules.layout import DEFAULT, Layout
 
 _RESULTS_NAME = re.compile(r"^results_(?P<stamp>.+)\.json$")
+_ARGUMENT_KEY = re.compile(r"gen_args_(\d+)")  # the JSONL form's request keys
 
 
 def samples_files(results_file: Path, tasks: Iterable[str]) -> dict[str, Path]:
@@ -49,13 +53,14 @@ def samples_files(results_file: Path, tasks: Iterable[str]) -> dict[str, Path]:
 
 def read_samples(path: Path) -> list[dict[str, Any]]:
     """The samples of one JSONL file; ``ReportError`` names the file and line when one is
-    not a JSON object."""
+    not a JSON object shaped as lm-eval logs a sample (``shape_problem``), and the file
+    when it holds none."""
     samples = []
     try:
         with open_regular(path, ReportError) as raw:  # a FIFO is refused, not waited on
             data = gzip.GzipFile(fileobj=raw).read() if path.suffix == ".gz" else raw.read()
         lines = data.decode("utf-8").splitlines()
-    except (OSError, UnicodeDecodeError, EOFError) as error:
+    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:
         raise ReportError(f"{path}: cannot be read as a samples file ({error})") from None
     for number_, line in enumerate(lines, start=1):
         if not line.strip():
@@ -63,8 +68,134 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
         sample = parse_json(line, str(path), line=number_, error=ReportError)
         if not isinstance(sample, dict) or "doc_id" not in sample:
             raise ReportError(f"{path}:{number_}: not an lm-eval sample (no doc_id)")
+        problem = shape_problem(sample)
+        if problem is not None:
+            raise ReportError(
+                f"{path}:{number_}: {problem}, not what lm-eval logs; the samples file was "
+                "edited or is not lm-eval's. Use the samples files of the run as written."
+            )
         samples.append(sample)
+    if not samples:
+        raise ReportError(
+            f"{path}: holds no samples (an empty samples file); rerun with --log_samples, or "
+            "move the file away."
+        )
     return samples
+
+
+def item_of(value: Any) -> list[Any]:
+    """A corpus rule's item as logged: a list, or its JSON text (checked: ``_item_shaped``)."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def shape_problem(sample: Mapping[str, Any]) -> str | None:
+    """What of a logged sample is not shaped as lm-eval logs it (None when all is): its
+    requests (``arguments``), answers (``resps``, ``filtered_resps``) and per-document
+    values (numbers; a corpus rule's item, a list of probabilities and the gold index).
+    The readers index into these; a value of another shape would end in a traceback."""
+    arguments = sample.get("arguments")
+    if arguments is not None and not _requests_shaped(arguments):
+        return f"its arguments {_shown(arguments)} are not (context, continuation) requests"
+    for key in ("filtered_resps", "resps"):
+        answers = sample.get(key)
+        if answers is not None and not (
+            isinstance(answers, list) and all(_answer_shaped(a) for a in answers)
+        ):
+            return (
+                f"its {key} {_shown(answers)} are not [loglikelihood, is_greedy] answers (a "
+                "loglikelihood is a number, 0 or below)"
+            )
+    for key, value in sample.items():
+        row = scoring.metric_named(str(key))
+        if row is None:
+            continue
+        if row.corpus is not None:
+            if not _item_shaped(value):
+                return (
+                    f"its {key} {_shown(value)} is not an item of probabilities and the gold "
+                    "option's index"
+                )
+        elif not _numeric(value):
+            return f"its {key} {_shown(value)} is not a number"
+        elif not _in_range(row, number(value)):
+            what = {"accuracy": "0 or 1", "count": "a count"}.get(row.kind, "0 or more")
+            return f"its {key} {_shown(value)} is not {what}"
+    return None
+
+
+def _in_range(row: scoring.Metric, value: float) -> bool:
+    """A document's value of ``row``: an accuracy's 0 or 1, a count, a measure's 0 or more
+    (NaN: not computed)."""
+    if math.isnan(value):
+        return True
+    if row.kind == "accuracy":
+        return value in (0.0, 1.0)
+    return value >= 0 and (row.kind != "count" or value.is_integer())
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _numeric(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _requests_shaped(arguments: Any) -> bool:
+    if isinstance(arguments, Mapping):  # the JSONL form: gen_args_<i> -> {arg_0, arg_1}
+        keys = [_ARGUMENT_KEY.fullmatch(str(k)) for k in arguments]
+        return (
+            all(keys)
+            and len({int(k.group(1)) for k in keys if k}) == len(keys)
+            and all(
+                isinstance(v, Mapping)
+                and isinstance(v.get("arg_0"), str)
+                and isinstance(v.get("arg_1"), str)
+                for v in arguments.values()
+            )
+        )
+    return isinstance(arguments, (list, tuple)) and all(
+        isinstance(pair, (list, tuple))
+        and len(pair) >= 2
+        and isinstance(pair[0], str)
+        and isinstance(pair[1], str)
+        for pair in arguments
+    )
+
+
+def _answer_shaped(answer: Any) -> bool:
+    """``[loglikelihood, is_greedy]``, or lm-eval 0.5's (and ``resps``') list of them; a
+    loglikelihood is a log-probability, 0 or below (NaN: the model gave none)."""
+    while isinstance(answer, (list, tuple)) and answer and isinstance(answer[0], (list, tuple)):
+        answer = answer[0]
+    if not (isinstance(answer, (list, tuple)) and len(answer) >= 1 and _numeric(answer[0])):
+        return False
+    return not number(answer[0]) > 0
+
+
+def _item_shaped(item: Any) -> bool:
+    try:
+        item = item_of(item)
+    except (ValueError, RecursionError):
+        return False
+    real = (int, float)
+    if not isinstance(item, list) or len(item) < 2:
+        return False
+    if not all(isinstance(x, real) and not isinstance(x, bool) for x in item):
+        return False
+    *probabilities, gold = (number(x) for x in item)
+    return all(math.isnan(p) or 0 <= p <= 1 for p in probabilities) and (
+        gold.is_integer() and 0 <= gold < len(probabilities)
+    )
 
 
 @dataclass(frozen=True)
