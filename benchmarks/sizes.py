@@ -204,7 +204,8 @@ class _Memory:
 # ------------------------------------------------------------------ the record
 def compare(requests: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Largest |difference| of a loglikelihood between two runs, and whether every
-    document's pick under every per-document method agrees (and greedy flags)."""
+    document's pick under every per-document method agrees (and greedy flags); a document
+    whose picks differ is named with the methods they differ under."""
     from lm_eval_dcpmi.rules.layout import Layout
     from lm_eval_dcpmi.rules.scoring import DocumentScores, predictions
 
@@ -221,8 +222,9 @@ def compare(requests: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> d
             blocks = layout.blocks(values, n, doc["carrier"])
             scores = DocumentScores(blocks.conditional, blocks.references, tokens, doc["n_chars"])
             picks.append(predictions(scores))
-        if picks[0] != picks[1]:
-            differing.append(f"{doc['task']} {doc['doc_id']}")
+        if picks[0] != picks[1]:  # and under which methods
+            methods = [m for m in picks[0] if picks[0][m] != picks[1].get(m)]
+            differing.append(f"{doc['task']} {doc['doc_id']}: {', '.join(methods)}")
     return {
         "max_abs_diff": largest,
         "picks_equal": not differing,
@@ -319,3 +321,29 @@ def markdown(report: dict[str, Any]) -> str:
                 + " |"
             )
     return "\n".join(lines) + "\n"
+
+
+def docs_table(report: dict[str, Any]) -> list[str]:
+    """docs/performance.md's table of the record, by parameter count (a test compares the
+    page with the committed record): the columns a reader picks a backend by."""
+    lines = [
+        "| model | parameters | vocabulary | dtype | tokens/s `hf` | tokens/s `hf-prefix` | "
+        "speed-up, scoring / whole run | start-up `hf-prefix` / `hf` | max \\|dll\\| | picks | "
+        "peak memory `hf` / `hf-prefix` (GB) |",
+        "|:---|---:|---:|:---|---:|---:|---:|---:|---:|:---|---:|",
+    ]
+    for row in sorted(report["configs"], key=lambda row: row["parameters"]["total"]):
+        hf, prefix = row["backends"]["hf"], row["backends"]["hf-prefix"]
+        peaks = [max(b["peak_memory_load_gb"], b["peak_memory_scoring_gb"]) for b in (hf, prefix)]
+        same = row["hf_prefix_vs_hf"]
+        window = " (sliding windows)" if row.get("sliding_window") else ""
+        lines.append(
+            f"| {row['config']}{window} | {row['parameters']['total'] / 1e9:.2f}B | "
+            f"{row['vocab']:,} | {row['dtype']} | {hf['tokens_per_s']:,.0f} | "
+            f"{prefix['tokens_per_s']:,.0f} | {hf['score_s'] / prefix['score_s']:.1f}x / "
+            f"{hf['whole_run_s'] / prefix['whole_run_s']:.1f}x | "
+            f"{prefix['load_s'] / hf['load_s']:.2f}x | {same['max_abs_diff']:.1e} | "
+            f"{'same' if same['picks_equal'] else 'DIFFERENT'} | "
+            f"{peaks[0]:.1f} / {peaks[1]:.1f} |"
+        )
+    return lines

@@ -41,7 +41,7 @@ def test_compare_finds_the_largest_difference_and_the_documents_whose_picks_diff
     # Document 1: DC-PMI scores -1 and -2 under a, -1 and -2.5 under b; Unc picks 0 under a
     # (a tie of -1.0 and -1.0, the lowest index wins) and 1 under b.
     differs = sizes.compare(REQUESTS, a, b)
-    assert differs["max_abs_diff"] == 0.5 and differs["documents_differing"] == ["t 1"]
+    assert differs["max_abs_diff"] == 0.5 and differs["documents_differing"] == ["t 1: acc_unc"]
 
 
 @pytest.mark.fast
@@ -84,3 +84,14 @@ def test_the_device_check_runs_on_the_cpu_with_a_tiny_configuration(tmp_path):
     assert row["hf_prefix_vs_hf"]["picks_equal"]
     assert prefix["forwarded_positions"] < hf["hf_positions"] <= hf["forwarded_positions"]
     assert "vs_fp32" in row and (tmp_path / "sizes_tiny.md").read_text().count("tiny-llama") == 2
+
+
+@pytest.mark.fast
+def test_the_performance_page_shows_the_committed_record_by_parameter_count():
+    (record,) = sorted((ROOT / "results" / "benchmarks").glob("sizes_*.json"))[-1:]
+    table = sizes.docs_table(json.loads(record.read_text()))
+    page = (ROOT / "docs" / "performance.md").read_text().splitlines()
+    start = page.index(table[0])
+    assert page[start : start + len(table)] == table
+    assert page[start + len(table)] == ""  # no row the record lacks
+    assert record.name in "\n".join(page[start - 12 : start])  # the record is named above it
