@@ -248,8 +248,7 @@ def _metadata(key: str, value: object) -> Callable[[dict], None]:
         ),
         (
             _metadata("domain_premise", 165686),
-            "(dcpmi_cb): records the domain premise '165686', but the task built here scores "
-            "' the answer is:'",
+            "records domain_premise 165686, but the task built here has ' the answer is:'",
         ),
         (
             _metadata("data_files", {"cb/val.jsonl": {"value": "c6125587e960"}}),
