@@ -13,7 +13,8 @@ In README.md and docs/*.md, the text between ``<!-- results:NAME -->`` and
 of every run in the set (with a mean row; ``+figure`` after the name embeds the run's
 figure), NAME ``<set>/<study group or task>`` that study's or task's table, and
 ``+calibration``, ``+priors`` or ``+competition`` the set's CC/BC table, priors table, or
-surface form competition table (PMA and DC-PMI's gain by PMA quartile, with its figure).
+surface form competition table (PMA and DC-PMI's gain by PMA quartile, with its figure),
+and ``+default_premise`` the last-word premise against the paper's, per task.
 A set with no results file gives a placeholder saying where to put one.
 
 Nothing here loads a model or imports lm-eval (only ``lm_eval_dcpmi.report``).
@@ -247,6 +248,8 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
         lines = _part_table(runs, part, page)
     elif "+competition" in options:
         lines = _competition(runs, set_name, page)
+    elif "+default_premise" in options:
+        lines = _default_premise(runs)
     elif "+calibration" in options or "+priors" in options:
         # one table over every run of the set (a suite scored in parts)
         priors = "+priors" in options
@@ -283,6 +286,21 @@ def block_body(name: str, options: str, page: Path, root: Path = ROOT) -> str:
                 table = _run_table(run, page, "+figure" in options, parts)
                 lines += ([""] if lines else []) + table
     return "\n".join(lines) + "\n"
+
+
+def _default_premise(runs: list[RunResults]) -> list[str]:
+    """The last-word premise (the default for a --dcpmi_task without one) against the
+    paper's, per task: the multiple-choice tasks, then the classification tasks."""
+    rows = [row for run in runs for row in comparisons.prior_rows(run)]
+    kinds = paper.paper_tasks()
+    lines: list[str] = []
+    for kind, title in (("mcqa", "Multiple choice"), ("classification", "Classification")):
+        # a priors study task is dcpmi_priors_<task>: the paper task dcpmi_<task>
+        chosen = [r for r in rows if kinds.get(r.task.replace("_priors_", "_", 1)) == kind]
+        if chosen:
+            lines += ([""] if lines else []) + [f"**{title}**", ""]
+            lines += comparisons.premise_gap_table(chosen)
+    return lines or ["*No task of this set reports the last-word prior.*"]
 
 
 def _competition(runs: list[RunResults], set_name: str, page: Path) -> list[str]:

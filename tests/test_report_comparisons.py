@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lm_eval_dcpmi.report import comparisons
+from lm_eval_dcpmi.report import comparisons, stats
 from lm_eval_dcpmi.report.results import per_document, run_from_dict
 
 # Every test here needs neither the model nor the data: the fast tier.
@@ -78,3 +78,31 @@ def test_the_priors_table_names_each_prior_against_the_papers_premise():
     assert "| dcpmi_x | 4 | 50.0 | 0.0 |" in comparisons.priors_markdown(bare)
     assert comparisons.priors_markdown(run_from_dict({**results(), "results": {
         "dcpmi_y": {f"{m},none": v for m, v in FIVE.items()}}})) == ""  # fmt: skip
+
+
+def test_the_default_premise_is_set_against_the_papers_with_a_paired_interval():
+    last_word = [1.0, 0.0, 0.0, 0.0]  # right on document 0 only; DC-PMI on 0 and 1
+    rows = [{**row, "acc_pmi_last_word": last_word[i]} for i, row in enumerate(samples())]
+    data = results()
+    data["results"]["dcpmi_x"].update({"acc_pmi_last_word,none": 0.25})
+    run = run_from_dict(data, samples={"dcpmi_x": rows})
+    lines = comparisons.premise_gap_table(run.rows)
+    assert lines[0] == (
+        "| Task | n | DC-PMI (paper's premise) | DC-PMI (last-word premise) "
+        "| difference [95% CI] | p |"
+    )
+    # both right once, DC-PMI alone right once, neither twice: 25 - 50 = -25 points, and
+    # McNemar's exact p of one discordant pair is 1
+    interval = stats.paired_difference(
+        stats.PairCounts(both=1, first_only=0, second_only=1, neither=2)
+    )
+    cells = [c.strip() for c in lines[2].split("|")[1:-1]]
+    assert cells[0:2] == ["dcpmi_x", "4"]
+    assert cells[2].startswith("50.0 [") and cells[3].startswith("25.0 [")
+    assert cells[4] == f"-25.0 [{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]"
+    assert interval.low < -0.25 < interval.high
+    assert cells[5] == "1.000"
+    assert lines[3] == "| mean (1 tasks) | | 50.0 | 25.0 | -25.0 | |"
+    # the report adds it under the priors table; a task without the prior is left out
+    assert lines[2] in comparisons.priors_markdown(run).splitlines()
+    assert comparisons.premise_gap_table(run_from_dict(results()).rows)[2:] == []

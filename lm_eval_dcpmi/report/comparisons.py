@@ -125,6 +125,13 @@ def priors_markdown(run: RunResults) -> str:
         "were logged.\n",
         *priors_table(rows),
     ]
+    if any(LAST_WORD in row.extra for row in rows):
+        lines += [
+            "",
+            "The last word of each premise, the domain premise a `--dcpmi_task` without one "
+            "scores, against the paper's premise (points, with the paired 95% interval):\n",
+            *premise_gap_table(rows),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -140,6 +147,45 @@ def priors_table(rows: Sequence[TaskRow]) -> list[str]:
         cells = [_cell(row, m, DCPMI) for m in metrics]
         lines.append(f"| {md_cell(row.task)} | {n_text(row)} | " + " | ".join(cells) + " |")
     lines.append(_mean_line(rows, metrics))
+    return lines
+
+
+# The prior that a --dcpmi_task without a premise scores as its domain premise (issue 57).
+LAST_WORD = "acc_pmi_last_word"
+
+
+def premise_gap_table(rows: Sequence[TaskRow], prior: str = LAST_WORD) -> list[str]:
+    """Per task, DC-PMI under the paper's premise and under ``prior``, the difference
+    (``prior`` minus the paper's, points) with its paired 95% interval (Newcombe) and
+    McNemar's p; then the means. Rows without ``prior`` are left out."""
+    heading = "DC-PMI (last-word premise)" if prior == LAST_WORD else label(prior)
+    lines = [
+        f"| Task | n | DC-PMI (paper's premise) | {heading} | difference [95% CI] | p |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    kept = [row for row in rows if not math.isnan(_value(row, prior))]
+    differences = []
+    for row in kept:
+        difference = _value(row, prior) - _value(row, DCPMI)
+        differences.append(difference)
+        comparison = stats.compare(row.per_doc or {}, prior, DCPMI)
+        gap = f"{100 * difference:+.1f}"
+        p = MISSING
+        if comparison is not None:
+            interval = comparison.difference
+            gap += f" [{100 * interval.low:+.1f}, {100 * interval.high:+.1f}]"
+            p = p_text(comparison.p_value)
+        lines.append(
+            f"| {md_cell(row.task)} | {n_text(row)} | {_cell(row, DCPMI)} | {_cell(row, prior)} "
+            f"| {gap} | {p} |"
+        )
+    if kept:
+        mean = sum(differences) / len(differences)
+        lines.append(
+            f"| mean ({len(kept)} tasks) | | "
+            f"{100 * sum(_value(r, DCPMI) for r in kept) / len(kept):.1f} | "
+            f"{100 * sum(_value(r, prior) for r in kept) / len(kept):.1f} | {100 * mean:+.1f} | |"
+        )
     return lines
 
 
