@@ -334,10 +334,24 @@ def test_shards_of_a_derived_premise_task_merge(tmp_path, capsys):
     config["metric_list"] = config["metric_list"][:2]  # merge aggregates the plugin's metrics
     (folder / "quiz.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     model = tiny_model(tmp_path / "model")
-    for k in (1, 2):
+    # the base task beside its variant: refused before anything scores (merge could not
+    # merge a plain lm-eval task's shards)
+    status = cli.main(
+        ["run", "--model", "hf", "--model_args", f"pretrained={model}",
+         "--include_path", str(folder), "--tasks", "quiz", "--dcpmi_task", "quiz",
+         "--shard", "1/2", "--output_path", str(tmp_path / "refused")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 2 and not (tmp_path / "refused").exists()
+    assert (
+        "--shard 1/2: 'quiz' is no DC-PMI task, and dcpmi merge, which recomputes every "
+        "number from the DC-PMI metrics, could not merge its shards; score it in a run of its "
+        "own, unsharded (for a --dcpmi_task variant, leave its base task out of --tasks)."
+    ) in err
+    for k in (1, 2):  # the variant alone
         status = cli.main(
             ["run", "--model", "hf", "--model_args", f"pretrained={model}",
-             "--include_path", str(folder), "--tasks", "quiz",
+             "--include_path", str(folder),
              "--dcpmi_task", "quiz", "--shard", f"{k}/2", "--log_samples",
              "--output_path", str(tmp_path / f"shard{k}")]
         )  # fmt: skip

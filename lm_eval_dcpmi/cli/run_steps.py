@@ -162,6 +162,7 @@ def check_tasks(
     check_samples(config.samples, sizes)
     checked = CheckedRun(config, quick, shard)
     if shard is not None:
+        shards.refuse_unmergeable(shard, tasks)
         config.samples = shards.shard_samples(sizes, shard)
     elif quick is not None:
         config.samples = quick_look.quick_samples(sizes, quick)

@@ -82,6 +82,22 @@ def refuse_with(shard: Shard, options: Mapping[str, Any]) -> None:
             )
 
 
+def refuse_unmergeable(shard: Shard, tasks: Mapping[str, Any]) -> None:
+    """Every task of a shard must be one ``dcpmi merge`` can merge: it recomputes each number
+    it writes from the DC-PMI metrics, so a plain lm-eval task (a ``--dcpmi_task``'s base
+    beside its variant) is refused here, before any shard scores, not at the merge."""
+    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
+
+    others = [name for name, task in tasks.items() if not isinstance(task, DCPMITask)]
+    if others:
+        raise DCPMIError(
+            f"{SHARD_OPTION} {shard}: {others[0]!r} is no DC-PMI task, and dcpmi merge, which "
+            "recomputes every number from the DC-PMI metrics, could not merge its shards; "
+            "score it in a run of its own, unsharded (for a --dcpmi_task variant, leave its "
+            "base task out of --tasks)."
+        )
+
+
 def shard_samples(sizes: Mapping[str, int], shard: Shard) -> dict[str, list[int]]:
     """lm-eval's ``--samples`` for ``shard`` (``sizes``: task -> documents in its split).
     A task with fewer documents than shards has none in the later shards: refused, since
