@@ -159,6 +159,10 @@ def test_a_gzip_file_broken_inside_is_refused_in_one_line(tmp_path, capsys):
             lambda d: d["n-samples"]["dcpmi_cb"].update(original=True),
             "n-samples dcpmi_cb original is True, not a count",
         ),
+        (  # was a blank cell
+            lambda d: d["results"]["dcpmi_cb"].pop("truncated,none"),
+            "dcpmi_cb's truncated is not reported, though the task's metric_list names it",
+        ),
     ],
 )
 def test_the_report_refuses_a_results_value_it_would_leave_blank(tmp_path, capsys, edit, message):
@@ -223,6 +227,15 @@ def _set_result(key: str, value: object) -> Callable[[dict], None]:
         (
             _set_result("acc_norm_stderr,none", 10**400),  # was OverflowError
             "(dcpmi_cb, acc_norm_stderr,none): 1000000000",
+        ),
+        (  # was accepted: a file written before the count existed lacks it, but not its listing
+            lambda data: data["results"][SHARDED_TASK].pop("truncated,none"),
+            "(dcpmi_cb, truncated): is not reported, though the task's metric_list names it "
+            "(lm-eval writes each)",
+        ),
+        (
+            lambda data: data["results"][SHARDED_TASK].pop("pma,none"),
+            "(dcpmi_cb, pma): is not reported, though the task's metric_list names it",
         ),
     ],
 )
@@ -424,3 +437,12 @@ def test_merge_writes_back_a_lone_surrogate_a_shard_logged(shard_runs, tmp_path,
     (path,) = (tmp_path / "out").rglob("samples_*.jsonl")
     lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert lines[20]["metrics"][9] == "\ud800"  # shard 3's 7th document: document 20
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_task_name_lm_eval_could_not_look_up(shard_runs, tmp_path, capsys):
+    shards = _shards(shard_runs, tmp_path)  # was UnicodeEncodeError, from lm-eval's index
+    (path,) = shards[2].rglob("results_*.json")
+    path.write_text(path.read_text().replace(json.dumps(SHARDED_TASK), json.dumps("\ud800")))
+    err = refused(capsys, "merge", *shards, "--out", tmp_path / "out")
+    assert "(\\ud800): names no task lm-eval could look up; no run of dcpmi run" in err

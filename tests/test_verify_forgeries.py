@@ -305,10 +305,17 @@ def test_results_written_before_pma_verify_without_it(run, capsys):
             line.pop(key)
         for suffix in (",none", "_stderr,none"):
             data["results"][SHARDED_TASK].pop(key + suffix)
+    config = data["configs"][SHARDED_TASK]  # nor did the task's metric_list name it then
+    listed = config["metric_list"]
+    config["metric_list"] = [m for m in listed if m["metric"] not in ("pma", "pma_domain")]
     write(run, data, lines)
     status, out, err = verify(capsys, run)
     assert status == 0, err
     assert "pma 0." in out  # recomputed all the same, shown as a probability
+    config["metric_list"] = listed  # listed, but not reported: removed
+    write(run, data, lines)
+    err = refused(capsys, run, "(dcpmi_cb, pma): is not reported, though the task's metric_list")
+    assert "pma_domain): is not reported" in err
 
 
 def test_a_made_up_task_beside_a_verified_one_is_refused(run, capsys):

@@ -72,6 +72,8 @@ def check_split_sizes(
                     f"documents, so some shards would hold none (dcpmi run --shard refuses "
                     f"that); {FORGED}."
                 )
+            if not _looked_up(name):  # lm-eval takes an unknown name for a path
+                raise DCPMIError(f"{where}: names no task lm-eval could look up; {FORGED}.")
             if name not in built:
                 metadata = run.submission.tokenizer_args(tokenizer)
                 # a --dcpmi_task variant: its YAML written again from the recorded option
@@ -84,6 +86,16 @@ def check_split_sizes(
                     f"(n-samples.{name}.original), but {name} built here from the data has "
                     f"{built[name]}; the shard is not of this data (check --data_dir)."
                 )
+
+
+def _looked_up(name: str) -> bool:
+    """Whether lm-eval can look ``name`` up at all: printable UTF-8 text (a lone surrogate
+    read from a JSON escape ended in a traceback)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return name.isprintable()
 
 
 def check_documents_once(name: str, shares: Sequence[tuple[str, Sequence[Mapping]]]) -> None:

@@ -249,7 +249,7 @@ def _against_results(
         if reported is not None:
             return []  # not a finite number: value_findings said so
         if metric in scoring.MEASURES:
-            return []  # describes, decides nothing: files written before it lack it
+            return _unreported(submission, task, metric)
         return [
             Finding(
                 where, "the results file does not report it, though the task's samples decide it"
@@ -280,12 +280,21 @@ def _against_results(
     return found
 
 
+def _unreported(submission: Submission, task: TaskEntry, metric: str) -> list[Finding]:
+    """A count or measure the results lack: files written before it existed do (it
+    describes, decides nothing), but one the task's recorded metric_list names was removed."""
+    if metric not in scoring.listed_metrics(task.config):
+        return []
+    note = "is not reported, though the task's metric_list names it (lm-eval writes each)"
+    return [Finding(f"{submission.path} ({task.name}, {metric})", note)]
+
+
 def _count_against_results(
     submission: Submission, task: TaskEntry, metric: str, total: float
 ) -> list[Finding]:
     entry = submission.data["results"].get(task.name) or {}
     if f"{metric},none" not in entry:
-        return []  # describes, decides nothing: files written before it lack it
+        return _unreported(submission, task, metric)
     reported = number(entry[f"{metric},none"])
     if math.isnan(reported) or close(total, reported):
         return []  # not a number: value_findings said so

@@ -23,15 +23,30 @@ class SamplesError(ReportError):
 
 
 def check_numbers(
-    task: str, entry: Mapping[str, Any], n_samples: Mapping[str, Any], where: str
+    task: str,
+    entry: Mapping[str, Any],
+    n_samples: Mapping[str, Any],
+    where: str,
+    config: Any = None,
 ) -> None:
-    """Each value of the metric table is a number (NaN: not computed), and the task's
-    document counts, where recorded, are whole numbers: else a cell would be left blank."""
+    """Each value of the metric table is a number (NaN: not computed), each metric of it that
+    the task's recorded ``config`` lists is there, and the task's document counts, where
+    recorded, are whole numbers: else a cell would be left blank."""
     wrong = [
         (f"{task}'s {k}", v, "a value of its metric (a number; a count whole, 0 or more)")
         for k, v in entry.items()
         if not _number_of(k, v)
     ]
+    reported = {str(k).partition(",")[0] for k in entry}
+    missing = sorted(
+        m for m in scoring.listed_metrics(config) if scoring.metric_named(m) and m not in reported
+    )
+    if missing:
+        raise ReportError(
+            f"{where}: {task}'s {missing[0]} is not reported, though the task's metric_list "
+            "names it (lm-eval writes each); the results file is damaged or edited (dcpmi "
+            "verify says more)"
+        )
     counts = n_samples.get(task, {})
     if not isinstance(counts, Mapping):
         wrong.append((f"n-samples {task}", counts, "its counts (original, effective)"))

@@ -50,7 +50,9 @@ def read_results_file(path: Path) -> RunResults:
             by_task = {}  # lm-eval counts a group's documents in its tasks' entries
         elif row.task not in by_task and by_task:
             by_task = {row.task: None}  # other tasks counted, this one not
-        check_numbers(row.task, data["results"][row.task], by_task, str(path))
+        configs = data.get("configs")
+        config = configs.get(row.task) if isinstance(configs, Mapping) else None
+        check_numbers(row.task, data["results"][row.task], by_task, str(path), config)
     run.samples_files = samples_files(path, [row.task for row in run.rows if not row.is_group])
     for row in run.rows:
         if row.task in run.samples_files:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from lm_eval_dcpmi.rules.layout import DOMAIN
 from lm_eval_dcpmi.rules.probabilities import content_free_prior, log_of, option_mass, renormalised
@@ -280,6 +280,18 @@ def task_metrics(references: Sequence[str], fixed_labels: bool) -> tuple[Metric,
 
 
 METRIC_BY_NAME: dict[str, Metric] = {metric.name: metric for metric in METRICS}
+
+
+def listed_metrics(config: Any) -> frozenset[str]:
+    """The metrics a recorded task config's ``metric_list`` names: lm-eval writes a value of
+    each into the results, so one that is missing was removed (a file written before a
+    metric existed does not list it). Whatever is no list of mappings names none."""
+    entries = config.get("metric_list") if isinstance(config, Mapping) else None
+    if not isinstance(entries, list):
+        return frozenset()
+    return frozenset(
+        e["metric"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("metric"), str)
+    )
 
 
 def metric_named(name: str) -> Metric | None:
