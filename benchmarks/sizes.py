@@ -252,6 +252,11 @@ def matmul_rate(spec: Spec, device: str) -> dict[str, Any]:
     return {"shapes": found, "best": max(found.values())}
 
 
+def peak_gb(backend: dict[str, Any]) -> float:
+    """A backend's peak memory over its load and its scoring (GB)."""
+    return max(backend["peak_memory_load_gb"], backend["peak_memory_scoring_gb"])
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The record as a page: one row per configuration, by parameter count."""
     host = report["machine"]
@@ -278,8 +283,7 @@ def markdown(report: dict[str, Any]) -> str:
     for row in rows:
         hf, prefix = row["backends"]["hf"], row["backends"]["hf-prefix"]
         check = prefix.get("self_check_s")
-        hf_peak = max(hf["peak_memory_load_gb"], hf["peak_memory_scoring_gb"])
-        prefix_peak = max(prefix["peak_memory_load_gb"], prefix["peak_memory_scoring_gb"])
+        hf_peak, prefix_peak = peak_gb(hf), peak_gb(prefix)
         same = row["hf_prefix_vs_hf"]
         window = f", window {row['sliding_window']}" if row.get("sliding_window") else ""
         lines.append(
@@ -334,7 +338,7 @@ def docs_table(report: dict[str, Any]) -> list[str]:
     ]
     for row in sorted(report["configs"], key=lambda row: row["parameters"]["total"]):
         hf, prefix = row["backends"]["hf"], row["backends"]["hf-prefix"]
-        peaks = [max(b["peak_memory_load_gb"], b["peak_memory_scoring_gb"]) for b in (hf, prefix)]
+        peaks = [peak_gb(hf), peak_gb(prefix)]
         same = row["hf_prefix_vs_hf"]
         window = " (sliding windows)" if row.get("sliding_window") else ""
         lines.append(
