@@ -26,8 +26,6 @@ HOOKS = {
     "lm_eval.models": ("register_models", False),
     "lm_eval.evaluator": ("patch_evaluator", False),
     "lm_eval.__main__": ("on_lm_eval_cli", True),
-    # not lm-eval's: transformers' GGUF reader, so that the embedded model loads in seconds
-    "gguf": ("read_gguf_once", False),
 }
 
 

@@ -9,15 +9,18 @@ calls the hook of that name here (this module never imports that one back):
 * ``patch_task_manager``: every ``TaskManager`` also indexes the plugin's ``task_configs``
   (first, so a user's ``--include_path`` can still override our tasks) and the folders of
   ``extra_task_folders``, and tells ``derive`` which derived YAMLs it indexed;
-* ``register_models``: the optional ``hf-prefix`` model backend, by name, lazily;
-* ``patch_evaluator``: ``simple_evaluate`` with ``use_cache`` refuses an answer cache
-  recorded for another model (``leaderboard.answer_cache``), and lm-eval
-  0.5.0.dev1 logs the true document ids under ``--samples``;
+* ``register_models``: the optional ``hf-prefix`` model backend, by name, lazily, where
+  lm-eval reads no ``lm_eval.models`` entry points (every release so far);
+* ``patch_evaluator``: before ``simple_evaluate`` builds the model, the embedded model's
+  file is parsed once per process instead of six times when the model arguments name it
+  (``embedded.parse_once``: ~13 s of every load), and with ``use_cache`` an answer cache
+  recorded for another model is refused (``leaderboard.answer_cache``); lm-eval 0.5.0.dev1
+  logs the true document ids under ``--samples``; a served model must return prompt
+  log-probabilities for a DC-PMI task;
 * ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
-  program as one message (``errors.install_excepthook``);
-* ``read_gguf_once``: when transformers imports ``gguf``, the embedded model's file is
-  parsed once per process instead of six times (``embedded.read_file_once``: ~13 s of
-  every load of the embedded model).
+  program as one message (``errors.install_excepthook``).
+
+Nothing else: no module that is not lm-eval's is touched.
 
 The hooks fail soft: a fault of the plugin's part (here, or in ``harness`` on an lm-eval it
 does not know) warns once, and from then on lm-eval runs as if the plugin were absent; a
@@ -137,27 +140,34 @@ def _note_task_manager(manager: object) -> None:
     note_task_manager(manager)
 
 
-def register_models(_models: ModuleType) -> None:
-    """Register the plugin's model backends by name, without importing them yet."""
-    from lm_eval_dcpmi.harness.models import register_model
+# The plugin's model backends: name -> "module:Class", as pyproject.toml's `lm_eval.models`
+# entry points declare them (tests/test_registration.py compares the two).
+MODELS = {"hf-prefix": "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"}
 
-    register_model("hf-prefix", target="lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM")
+
+def register_models(_models: ModuleType) -> None:
+    """Register the plugin's model backends by name, without importing them yet; an lm-eval
+    that reads the ``lm_eval.models`` entry points registers them itself."""
+    from lm_eval_dcpmi.harness.models import reads_plugin_entry_points, register_model
+
+    if reads_plugin_entry_points():
+        return
+    for name, target in MODELS.items():
+        register_model(name, target=target)
 
 
 def patch_evaluator(evaluator: ModuleType) -> None:
-    """``simple_evaluate`` with ``use_cache`` first checks that the answer cache is this
-    model's (``leaderboard.answer_cache``): in plain ``lm_eval`` and the Python API
-    as in ``dcpmi run``. And lm-eval 0.5.0.dev1's samples name their true documents under
-    ``--samples`` (``harness.runs.true_doc_ids_in_logged_samples``). And a DC-PMI task
-    scored through a served model first checks that the server returns prompt
-    log-probabilities (``harness.servers``)."""
-    from lm_eval_dcpmi.harness.runs import (
-        check_before_simple_evaluate,
-        true_doc_ids_in_logged_samples,
-    )
+    """Before ``simple_evaluate`` builds a model: the embedded model's file is parsed once
+    (``embedded.parse_once``), and with ``use_cache`` the answer cache must be this model's
+    (``leaderboard.answer_cache``), in plain ``lm_eval`` and the Python API as in ``dcpmi
+    run``. lm-eval 0.5.0.dev1's samples name their true documents under ``--samples``
+    (``harness.runs.true_doc_ids_in_logged_samples``). And a DC-PMI task scored through a
+    served model first checks that the server returns prompt log-probabilities
+    (``harness.servers``). lm-eval has no hook of its own for any of them."""
+    from lm_eval_dcpmi.harness.runs import before_simple_evaluate, true_doc_ids_in_logged_samples
     from lm_eval_dcpmi.harness.servers import check_servers_before_evaluate
 
-    check_before_simple_evaluate(evaluator, _check_cache_owner, enabled=plugin_on)
+    before_simple_evaluate(evaluator, _before_simple_evaluate, enabled=plugin_on)
     true_doc_ids_in_logged_samples(evaluator)
     check_servers_before_evaluate(evaluator, _is_dcpmi_task, enabled=plugin_on)
 
@@ -168,12 +178,18 @@ def _is_dcpmi_task(task: object) -> bool:
     return isinstance(task, DCPMITask)
 
 
-def _check_cache_owner(model: object, model_args: object, use_cache: str) -> None:
+def _before_simple_evaluate(model: str, model_args: object, use_cache: object) -> None:
     from types import SimpleNamespace
 
+    from lm_eval_dcpmi import embedded
+    from lm_eval_dcpmi.harness.model_args import parse_model_args
     from lm_eval_dcpmi.leaderboard.answer_cache import check_cache_owner
 
-    check_cache_owner(SimpleNamespace(use_cache=use_cache, model=model, model_args=model_args))
+    args = parse_model_args(model_args)
+    if embedded.is_embedded_file(args.get("pretrained"), args.get("gguf_file")):
+        embedded.parse_once()
+    if use_cache:
+        check_cache_owner(SimpleNamespace(use_cache=use_cache, model=model, model_args=model_args))
 
 
 def on_lm_eval_cli(_main: ModuleType | None) -> None:
@@ -181,10 +197,3 @@ def on_lm_eval_cli(_main: ModuleType | None) -> None:
     from lm_eval_dcpmi.errors import install_excepthook
 
     install_excepthook()
-
-
-def read_gguf_once(gguf: ModuleType) -> None:
-    """The embedded model's GGUF file parsed once per process (``embedded.read_file_once``)."""
-    from lm_eval_dcpmi import embedded
-
-    embedded.read_file_once(gguf)

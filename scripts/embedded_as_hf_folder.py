@@ -20,6 +20,7 @@ def main(out: Path) -> None:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     folder, gguf = str(embedded.model_dir()), embedded.GGUF_FILE
+    embedded.parse_once()
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
     config = AutoConfig.from_pretrained(folder, gguf_file=gguf)
     config.__dict__.pop("quantization_config", None)

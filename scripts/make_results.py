@@ -40,7 +40,7 @@ from results_pages import (
 )
 
 from lm_eval_dcpmi.json_files import read_json, write_json
-from lm_eval_dcpmi.leaderboard.portable import portable_results
+from lm_eval_dcpmi.leaderboard.identity import portable_results
 from lm_eval_dcpmi.report.results import METHODS
 from lm_eval_dcpmi.rules import scoring
 

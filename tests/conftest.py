@@ -106,6 +106,9 @@ def hf_lm():
     """The embedded model loaded once through lm-eval's `hf` backend (~15 s)."""
     from lm_eval.models.huggingface import HFLM
 
+    from lm_eval_dcpmi import embedded
+
+    embedded.parse_once()
     return HFLM(**embedded_model_args(), device="cpu", batch_size=8)
 
 

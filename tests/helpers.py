@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -353,6 +353,55 @@ def lm_eval_tasks(argv: list[str]) -> list[str]:
     from lm_eval._cli.harness import HarnessCLI
 
     return HarnessCLI()._parser.parse_args(argv[1:]).tasks
+
+
+# ------------------------------------------------------------------ a user's own quiz task
+
+# The class line a DC-PMI task's YAML carries (a YAML tag: yaml.safe_dump cannot write it).
+DCPMI_CLASS = "class: !function lm_eval_dcpmi.task.DCPMITask"
+
+
+def quiz_yaml(task: str, data_file: Path | str, *, dcpmi: bool = False, **fields: Any) -> str:
+    """A local multiple-choice task's YAML, the skeleton the tests' quizzes share: a JSON Lines
+    file as its test split, then ``fields`` (Python values, written as YAML) and, for
+    ``dcpmi``, the plugin's class."""
+    config = {
+        "task": task,
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(data_file)}},
+        "test_split": "test",
+        "output_type": "multiple_choice",
+        **fields,
+    }
+    text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=1 << 16)
+    return text + (DCPMI_CLASS + "\n" if dcpmi else "")
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def write_quiz_task(
+    folder: Path, task: str, rows: list[dict], *, dcpmi: bool = False, **fields: Any
+) -> Path:
+    """``rows`` as ``folder/quiz.jsonl`` and the task's YAML, ``folder/<task>.yaml``."""
+    data = write_jsonl(folder / "quiz.jsonl", rows)
+    path = folder / f"{task}.yaml"
+    path.write_text(quiz_yaml(task, data, dcpmi=dcpmi, **fields))
+    return path
+
+
+def quiz_manager(folder: Path, **options: Any):
+    """A TaskManager of ``folder``'s tasks only (indexing lm-eval's own takes ~10 s)."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(folder), include_defaults=False, **options)
+
+
+def load_quiz(folder: Path, task: str):
+    """``task`` of ``folder``, built."""
+    return quiz_manager(folder).load([task])["tasks"][task]
 
 
 # A task that is not the plugin's: the user's own quiz, on local data files.

@@ -21,21 +21,23 @@ from helpers import (
 )
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.cli import derived_tasks, lm_eval_options
+from lm_eval_dcpmi.cli import lm_eval_options
+from lm_eval_dcpmi.cli.run_options import split_run_options
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.rules.scoring import ACCURACIES
+from lm_eval_dcpmi.tasks.derive import write_derived_tasks
 
 # ------------------------------------------------------------------ parsing the option
 
 
 @pytest.mark.fast
 def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
-    derived, rest = derived_tasks.split_dcpmi_tasks(
+    options, rest = split_run_options(
         ["--tasks", "piqa", "--dcpmi_task", "arc_easy=Answer:", "--limit", "2",
          "--dcpmi_task=hellaswag={{ query.split()[-1] }}", "--dcpmi_task", "quiz= a=b ",
          "--dcpmi_task", "sciq"]
     )  # fmt: skip
-    assert derived == [
+    assert list(options.dcpmi_tasks) == [
         ("arc_easy", "Answer:"),
         ("hellaswag", "{{ query.split()[-1] }}"),
         ("quiz", " a=b "),  # the premise is kept verbatim, spaces and '=' included
@@ -57,7 +59,7 @@ def test_dcpmi_task_options_are_taken_out_of_lm_evals_options():
 )
 def test_bad_dcpmi_task_options(argv, message):
     with pytest.raises(DCPMIError, match=message):
-        derived_tasks.split_dcpmi_tasks(argv)
+        split_run_options(argv)
 
 
 @pytest.mark.fast
@@ -78,7 +80,7 @@ def test_derived_yaml_is_the_by_name_form(tmp_path):
 
     from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
 
-    names = derived_tasks.write_derived_tasks(
+    names = write_derived_tasks(
         [("arc_easy", "Answer:"), ("copa", "\n{{ x }}"), ("piqa", None)], tmp_path
     )
     assert names == ["arc_easy_dcpmi", "copa_dcpmi", "piqa_dcpmi"]

@@ -28,7 +28,8 @@ from helpers import (
 )
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.cli import derived_tasks, lm_eval_options, run_steps
+from lm_eval_dcpmi.cli import lm_eval_options, run_steps
+from lm_eval_dcpmi.cli.run_options import split_run_options
 from lm_eval_dcpmi.errors import DCPMIError
 
 MODEL = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]
@@ -162,7 +163,7 @@ def test_samples_naming_a_task_not_run_stops_dcpmi_run(capsys, scratch):
 )
 def test_task_names_that_are_paths_are_refused(value, why):
     with pytest.raises(DCPMIError) as caught:
-        derived_tasks.split_dcpmi_tasks(["--dcpmi_task", value])
+        split_run_options(["--dcpmi_task", value])
     base = value.partition("=")[0]
     assert str(caught.value).startswith(
         f"--dcpmi_task {value!r}: {base!r} is not a task name ({why}); TASK is the name of a "
@@ -173,7 +174,8 @@ def test_task_names_that_are_paths_are_refused(value, why):
 @pytest.mark.fast
 def test_task_names_with_parentheses_are_task_names():
     # lm-eval registers e.g. tmmluplus_education_(profession_level)
-    assert derived_tasks.split_dcpmi_tasks(["--dcpmi_task", "a_(b)=X"])[0] == [("a_(b)", "X")]
+    options, _rest = split_run_options(["--dcpmi_task", "a_(b)=X"])
+    assert options.dcpmi_tasks == (("a_(b)", "X"),)
 
 
 @pytest.mark.fast

@@ -4,13 +4,12 @@ dataset written here). The same through the `lm_eval` CLI: tests/test_cli.py."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import embedded_model_args
+from helpers import QUIZ_TEST, embedded_model_args, write_quiz_task
 from recompute import expected_metrics
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
@@ -18,25 +17,12 @@ from lm_eval_dcpmi.rules.layout import conditional_and_domain
 from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
 from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
 
-QUESTIONS = [
-    {"question": "What colour is fresh snow?", "choices": ["white", "black", "green"], "label": 0},
-    {"question": "Which animal barks?", "choices": ["a cat", "a dog", "a fish"], "label": 1},
-    {"question": "How many legs has a spider?", "choices": ["six", "four", "eight"], "label": 2},
-]
-
 # The user's existing task: nothing DC-PMI about it.
-BASE_YAML = """\
-task: quiz
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_choice: choices
-doc_to_target: label
-"""
+BASE = {
+    "doc_to_text": "Question: {{question}}\nAnswer:",
+    "doc_to_choice": "choices",
+    "doc_to_target": "label",
+}
 
 # Derived DC-PMI variants: `include:` the user's YAML, add the class and a domain premise.
 VARIANTS = {
@@ -68,9 +54,7 @@ domain_premise: " Is it the first option?\\nAnswer:"
 
 
 def write_tasks(folder: Path, variants: dict[str, str]) -> None:
-    data = folder / "quiz.jsonl"
-    data.write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS))
-    (folder / "quiz.yaml").write_text(BASE_YAML.format(data=data))
+    write_quiz_task(folder, "quiz", QUIZ_TEST, **BASE)
     for name, text in variants.items():
         (folder / f"{name}.yaml").write_text(text)
 

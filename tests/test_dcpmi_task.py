@@ -309,7 +309,7 @@ def test_an_option_far_longer_than_the_window_stops_the_task_build():
 
 @pytest.mark.fast
 def test_several_processes_that_each_score_everything_are_warned_once(monkeypatch, caplog):
-    from lm_eval_dcpmi.tasks import processes as task_module
+    from lm_eval_dcpmi.tasks import dcpmi_task as task_module
 
     def warnings() -> list[str]:
         found = [r.getMessage() for r in caplog.records]

@@ -8,13 +8,12 @@ the tasks load and render through the real TaskManager and the real YAML configs
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import datasets
 import pytest
 import yaml
-from helpers import LM_EVAL_05, ROOT, bare, request_pairs, tasks_by_name
+from helpers import LM_EVAL_05, ROOT, bare, request_pairs, tasks_by_name, write_quiz_task
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi.errors import DCPMIConfigError
@@ -30,23 +29,15 @@ QUIZ_ROWS = [
     {"question": "What colour is fresh snow?", "choices": ["white", "black"], "label": 0},
     {"question": "Which animal barks?", "choices": ["a cat", "a dog"], "label": 1},
 ]
-QUIZ_YAML = """\
-tag: my_quizzes
-task: quiz
-task_alias: Quiz
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Q: {{{{question}}}}\\nA:"
-doc_to_choice: "{{{{choices}}}}"
-doc_to_target: label
-target_delimiter: " => "
-metadata:
-  version: 3
-"""
+QUIZ = {
+    "tag": "my_quizzes",
+    "task_alias": "Quiz",
+    "doc_to_text": "Q: {{question}}\nA:",
+    "doc_to_choice": "{{choices}}",
+    "doc_to_target": "label",
+    "target_delimiter": " => ",
+    "metadata": {"version": 3},
+}
 QUIZ_GROUP_YAML = "group: quiz_group\ntask: [quiz]\n"
 QUIZ_DCPMI_YAML = """\
 task: quiz_dcpmi
@@ -59,9 +50,7 @@ domain_premise: "A:"
 @pytest.fixture(scope="module")
 def user_tasks(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("user_tasks")
-    data = folder / "quiz.jsonl"
-    data.write_text("".join(json.dumps(row) + "\n" for row in QUIZ_ROWS))
-    (folder / "quiz.yaml").write_text(QUIZ_YAML.format(data=data))
+    write_quiz_task(folder, "quiz", QUIZ_ROWS, **QUIZ)
     (folder / "quiz_group.yaml").write_text(QUIZ_GROUP_YAML)
     (folder / "quiz_dcpmi.yaml").write_text(QUIZ_DCPMI_YAML)
     return folder

@@ -7,11 +7,11 @@ lm-eval's dummy model."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import pytest
+from helpers import load_quiz, write_quiz_task
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIConfigError
@@ -22,35 +22,23 @@ RECORDS = [
     {"question": "What is wet?", "hint": "Things.", "topic": "nature", "label": 0},
 ]
 
-TASK = """\
-task: quiz_ref
-class: !function lm_eval_dcpmi.task.DCPMITask
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Q: {{{{question}}}} ({{{{hint}}}})\\nA:"
-doc_to_choice: [" yes", " no"]
-doc_to_target: label
-domain_premise: "A:"
-"""
+FIELDS = {
+    "doc_to_text": "Q: {{question}} ({{hint}})\nA:",
+    "doc_to_choice": [" yes", " no"],
+    "doc_to_target": "label",
+    "domain_premise": "A:",
+}
 
 
 def write_task(folder: Path, extra: str, records: list[dict] = RECORDS) -> Path:
-    data = folder / "quiz.jsonl"
-    data.write_text("".join(json.dumps(record) + "\n" for record in records))
-    path = folder / "quiz_ref.yaml"
-    path.write_text(TASK.format(data=data) + extra)
+    """The task ``quiz_ref`` with the YAML lines ``extra`` added."""
+    path = write_quiz_task(folder, "quiz_ref", records, dcpmi=True, **FIELDS)
+    path.write_text(path.read_text() + extra)
     return path
 
 
 def load(folder: Path):
-    from lm_eval.tasks import TaskManager
-
-    manager = TaskManager(include_path=str(folder), include_defaults=False)
-    return manager.load(["quiz_ref"])["tasks"]["quiz_ref"]
+    return load_quiz(folder, "quiz_ref")
 
 
 def refused(folder: Path) -> str:

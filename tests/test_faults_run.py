@@ -401,12 +401,12 @@ def test_base_task_data_not_available_offline_is_one_line(capsys, tmp_path):
 def test_dcpmi_task_results_name_the_option_not_the_temporary_yaml(tmp_path):
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_dcpmi.cli import derived_tasks
+    from lm_eval_dcpmi.tasks.derive import write_derived_tasks
 
     folder = write_quiz(tmp_path / "tasks", by_name=False)
     variants = tmp_path / "variants"
     variants.mkdir()
-    assert derived_tasks.write_derived_tasks([("quiz", "A:")], variants) == ["quiz_dcpmi"]
+    assert write_derived_tasks([("quiz", "A:")], variants) == ["quiz_dcpmi"]
     manager = TaskManager(include_path=[str(folder), str(variants)], include_defaults=False)
     task = manager.load(["quiz_dcpmi"])["tasks"]["quiz_dcpmi"]
     metadata = task.dump_config()["metadata"]

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import load_quiz, quiz_yaml
+from helpers import write_jsonl as write_rows
 
 from lm_eval_dcpmi import data
 from lm_eval_dcpmi.errors import DataError, DCPMIConfigError
@@ -22,20 +24,16 @@ RECORDS = [
     {"question": "What is wet?", "hint": "Things.", "a": "water", "b": "sand", "label": 0},
 ]
 
-TASK = """\
-task: quiz_bad
-class: !function lm_eval_dcpmi.task.DCPMITask
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_choice: "{{{{[a, b]}}}}"
-doc_to_target: label
-domain_premise: "Answer:"
-"""
+FIELDS = {
+    "doc_to_text": "Question: {{question}}\nAnswer:",
+    "doc_to_choice": "{{[a, b]}}",
+    "doc_to_target": "label",
+    "domain_premise": "Answer:",
+}
+
+
+def task_text(data_file: Path, **fields) -> str:
+    return quiz_yaml("quiz_bad", data_file, dcpmi=True, **{**FIELDS, **fields})
 
 
 def without(record: dict, field: str) -> dict:
@@ -43,14 +41,12 @@ def without(record: dict, field: str) -> dict:
 
 
 def write_jsonl(folder: Path, records: list[dict], name: str = "quiz.jsonl") -> Path:
-    path = folder / name
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
-    return path
+    return write_rows(folder / name, records)
 
 
 def write_task(folder: Path, data_file: Path, **lines: str) -> None:
     """The task YAML with some of its lines replaced (``key="value"`` as YAML)."""
-    text = TASK.format(data=data_file)
+    text = task_text(data_file)
     for key, value in lines.items():
         kept = [line for line in text.splitlines() if not line.startswith(f"{key}:")]
         text = "\n".join(kept) + f"\n{key}: {value}\n"
@@ -58,10 +54,7 @@ def write_task(folder: Path, data_file: Path, **lines: str) -> None:
 
 
 def load(folder: Path, task: str = "quiz_bad"):
-    from lm_eval.tasks import TaskManager
-
-    manager = TaskManager(include_path=str(folder), include_defaults=False)
-    return manager.load([task])["tasks"][task]
+    return load_quiz(folder, task)
 
 
 def refused(folder: Path) -> str:
@@ -253,14 +246,6 @@ def test_utf8_byte_order_mark_is_accepted_by_the_xml_and_race_loaders(tmp_path):
     assert data.race_folder("race", "race", data_dir=tmp_path)["test"][0]["article"] == "A."
 
 
-def test_docs_do_not_say_a_utf8_byte_order_mark_stops_the_run():
-    root = Path(__file__).resolve().parents[1]
-    for page in ("README.md", "docs/tasks.md"):
-        text = " ".join((root / page).read_text().split())
-        assert "a byte-order mark, broken JSON" not in text, page
-        assert "start with a byte-order mark" not in text, page
-
-
 # ---- 9: --num_fewshot without a few-shot split draws from the evaluation split
 
 
@@ -291,9 +276,8 @@ def test_fewshot_from_the_evaluation_split_warns_once(tmp_path, caplog):
 
 def test_fewshot_from_a_split_of_its_own_does_not_warn(tmp_path, caplog):
     write_jsonl(tmp_path, RECORDS, "train.jsonl")
-    text = TASK.format(data=tmp_path / "quiz.jsonl").replace(
-        "    test:", f"    train: {tmp_path / 'train.jsonl'}\n    test:"
-    )
+    files = {"train": str(tmp_path / "train.jsonl"), "test": str(tmp_path / "quiz.jsonl")}
+    text = task_text(tmp_path / "quiz.jsonl", dataset_kwargs={"data_files": files})
     write_jsonl(tmp_path, RECORDS)
     (tmp_path / "quiz_bad.yaml").write_text(text + "fewshot_split: train\n")
     task = load(tmp_path)
@@ -334,9 +318,9 @@ def test_any_task_named_with_a_slash_is_refused_when_built_with_log_samples(tmp_
     samples and only a results file is left)."""
     from lm_eval_dcpmi import cli
 
-    plain = [line for line in TASK.format(data=write_jsonl(tmp_path, RECORDS)).splitlines()
-             if not line.startswith(("class:", "domain_premise:", "task:"))]  # fmt: skip
-    (tmp_path / "quiz.yaml").write_text("\n".join(["task: my/quiz_dcpmi", *plain]) + "\n")
+    plain = {key: value for key, value in FIELDS.items() if key != "domain_premise"}
+    data_file = write_jsonl(tmp_path, RECORDS)
+    (tmp_path / "quiz.yaml").write_text(quiz_yaml("my/quiz_dcpmi", data_file, **plain))
     argv = ["run", "--model", "dummy", "--include_path", str(tmp_path), "--tasks",
             "my/quiz_dcpmi", "--log_samples", "--output_path", str(tmp_path / "out")]  # fmt: skip
     assert cli.main(argv) == 2

@@ -9,11 +9,10 @@ import logging
 import math
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import embedded_model_args, evaluate, load_task
+from helpers import embedded_model_args, evaluate, load_task, quiz_manager, write_quiz_task
 from lm_eval.api.model import CacheHook
 from lm_eval.tasks import TaskManager
 from recompute import expected_metrics
@@ -133,7 +132,7 @@ def test_cached_requests_give_the_same_metrics_and_token_counts(hf_lm, request_c
     assert not [r for r in caplog.records if r.name.startswith("lm_eval_dcpmi")]
 
 
-def write_quiz_task(
+def write_premise_quiz(
     folder: Path,
     domain_premise: str,
     targets=(0, 1, 0),
@@ -143,39 +142,25 @@ def write_quiz_task(
     questions = [("Two plus two is", ["four", "five"]), ("The sky is", ["green", "blue"])]
     questions.append(("Ice is", ["cold", "hot"]))
     rows = [
-        json.dumps({"q": q, "options": options, "gold": gold})
+        {"q": q, "options": options, "gold": gold}
         for (q, options), gold in zip(questions, targets, strict=True)
     ]
-    (folder / "quiz.jsonl").write_text("\n".join(rows) + "\n")
-    yaml = folder / "quiz_dcpmi.yaml"
-    yaml.write_text(
-        textwrap.dedent(
-            f"""\
-            task: quiz_dcpmi
-            class: !function lm_eval_dcpmi.task.DCPMITask
-            dataset_path: json
-            dataset_kwargs:
-              data_files: {{test: {folder / "quiz.jsonl"}}}
-            test_split: test
-            output_type: multiple_choice
-            doc_to_text: {json.dumps(doc_to_text)}
-            doc_to_choice: "{{{{options}}}}"
-            doc_to_target: gold
-            target_delimiter: {json.dumps(target_delimiter)}
-            domain_premise: {json.dumps(domain_premise)}
-            metadata:
-              version: 1.0
-            """
-        )
+    return write_quiz_task(
+        folder,
+        "quiz_dcpmi",
+        rows,
+        dcpmi=True,
+        doc_to_text=doc_to_text,
+        doc_to_choice="{{options}}",
+        doc_to_target="gold",
+        target_delimiter=target_delimiter,
+        domain_premise=domain_premise,
+        metadata={"version": 1.0},
     )
-    return yaml
 
 
-def quiz_manager(folder: Path) -> TaskManager:
-    # The quiz task only: indexing lm-eval's own tasks too takes ~10 s per manager.
-    return TaskManager(
-        include_path=str(folder), include_defaults=False, metadata=embedded_model_args()
-    )
+def quiz_tasks(folder: Path) -> TaskManager:
+    return quiz_manager(folder, metadata=embedded_model_args())
 
 
 @pytest.mark.parametrize(
@@ -189,12 +174,12 @@ def quiz_manager(folder: Path) -> TaskManager:
 def test_a_cached_request_with_another_domain_premise_is_detected(
     tmp_path, request_cache, old, new
 ):
-    write_quiz_task(tmp_path, old)
-    load_task(quiz_manager(tmp_path), "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
+    write_premise_quiz(tmp_path, old)
+    load_task(quiz_tasks(tmp_path), "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
 
-    write_quiz_task(tmp_path, new)  # the YAML changes, the cache key does not
+    write_premise_quiz(tmp_path, new)  # the YAML changes, the cache key does not
     with pytest.raises(DCPMIConfigError) as raised:
-        task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+        task = load_task(quiz_tasks(tmp_path), "quiz_dcpmi")
         task.build_all_requests(limit=2, cache_requests=True)
     message = str(raised.value)
     assert message.startswith(f"task quiz_dcpmi ({tmp_path / 'quiz_dcpmi.yaml'}), document 0: ")
@@ -202,7 +187,7 @@ def test_a_cached_request_with_another_domain_premise_is_detected(
     assert f"builds now, {new!r}: lm-eval read stale requests from its request cache" in message
     assert message.endswith("Rerun once with `--cache_requests refresh`.")
     # refreshing the cache, as the message says, rebuilds them
-    task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+    task = load_task(quiz_tasks(tmp_path), "quiz_dcpmi")
     task.build_all_requests(limit=2, cache_requests=True, rewrite_requests_cache=True)
     assert task.instances[2].arguments[0] == new
 
@@ -217,10 +202,10 @@ def test_a_cached_request_with_another_domain_premise_is_detected(
 def test_a_cached_conditional_request_that_differs_is_detected(
     tmp_path, request_cache, change, part, was, now
 ):
-    write_quiz_task(tmp_path, "\nAnswer:")
-    load_task(quiz_manager(tmp_path), "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
-    write_quiz_task(tmp_path, "\nAnswer:", **change)
-    task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+    write_premise_quiz(tmp_path, "\nAnswer:")
+    load_task(quiz_tasks(tmp_path), "quiz_dcpmi").build_all_requests(limit=2, cache_requests=True)
+    write_premise_quiz(tmp_path, "\nAnswer:", **change)
+    task = load_task(quiz_tasks(tmp_path), "quiz_dcpmi")
     with pytest.raises(DCPMIConfigError) as raised:
         task.build_all_requests(limit=2, cache_requests=True)
     message = str(raised.value)
@@ -233,9 +218,9 @@ def test_cached_requests_of_other_documents_than_the_run_evaluates_are_refused(
     tmp_path, request_cache
 ):
     # lm-eval's cache ignores --samples: it would hand document 0's requests to document 2
-    write_quiz_task(tmp_path, "\nAnswer:")
-    load_task(quiz_manager(tmp_path), "quiz_dcpmi").build_all_requests(cache_requests=True)
-    task = load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+    write_premise_quiz(tmp_path, "\nAnswer:")
+    load_task(quiz_tasks(tmp_path), "quiz_dcpmi").build_all_requests(cache_requests=True)
+    task = load_task(quiz_tasks(tmp_path), "quiz_dcpmi")
     with pytest.raises(DCPMIConfigError) as raised:
         task.build_all_requests(samples=[2], cache_requests=True)
     message = str(raised.value)
@@ -247,11 +232,11 @@ def test_cached_requests_of_other_documents_than_the_run_evaluates_are_refused(
 
 
 def test_a_bad_target_stops_the_run_before_the_model_is_called(tmp_path, hf_lm, monkeypatch):
-    write_quiz_task(tmp_path, "\nAnswer:", targets=(0, 1, 7))
+    write_premise_quiz(tmp_path, "\nAnswer:", targets=(0, 1, 7))
     calls = []
     monkeypatch.setattr(hf_lm, "_model_call", lambda *a, **k: calls.append(a))
     with pytest.raises(DCPMIConfigError) as raised:
-        evaluate(hf_lm, ["quiz_dcpmi"], task_manager=quiz_manager(tmp_path))
+        evaluate(hf_lm, ["quiz_dcpmi"], task_manager=quiz_tasks(tmp_path))
     message = str(raised.value)
     assert "quiz_dcpmi" in message and str(tmp_path / "quiz_dcpmi.yaml") in message
     assert "document 2: target 7 is not an option index in 0..1" in message
@@ -260,14 +245,14 @@ def test_a_bad_target_stops_the_run_before_the_model_is_called(tmp_path, hf_lm, 
 
 def test_per_document_faults_stop_the_task_load_naming_yaml_document_and_field(tmp_path):
     # TaskManager.load builds the task: `dcpmi run` does that before it loads the model
-    yaml = write_quiz_task(tmp_path, "\nAnswer:", targets=(0, 1, 7))
+    yaml = write_premise_quiz(tmp_path, "\nAnswer:", targets=(0, 1, 7))
     with pytest.raises(DCPMIConfigError) as raised:
-        load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+        load_task(quiz_tasks(tmp_path), "quiz_dcpmi")
     assert str(raised.value).startswith(f"task quiz_dcpmi ({yaml}), document 2: target 7 ")
 
-    write_quiz_task(tmp_path, "{{ topic }} Answer:")
+    write_premise_quiz(tmp_path, "{{ topic }} Answer:")
     with pytest.raises(DCPMIConfigError) as raised:
-        load_task(quiz_manager(tmp_path), "quiz_dcpmi")
+        load_task(quiz_tasks(tmp_path), "quiz_dcpmi")
     message = str(raised.value)
     assert message.startswith(f"task quiz_dcpmi ({yaml}), document 0: the domain premise")
     assert "uses a field the document lacks: 'topic' is undefined" in message
@@ -286,7 +271,7 @@ def test_a_tokenizer_that_cannot_be_loaded_stops_the_build(task_manager, tmp_pat
 
 @pytest.mark.slow
 def test_plain_lm_eval_ends_a_bad_config_with_one_message(tmp_path):
-    write_quiz_task(tmp_path, "\nAnswer:", targets=(0, 9, 0))
+    write_premise_quiz(tmp_path, "\nAnswer:", targets=(0, 9, 0))
     # The task load fails before any request: lm-eval's dummy model spares loading one.
     command = [
         str(Path(sys.executable).with_name("lm_eval")),
@@ -398,8 +383,8 @@ def test_editing_the_domain_premise_changes_the_recorded_task_identity(hf_lm, tm
     for number, premise in enumerate(["\nAnswer:", "Answer:"]):
         folder = tmp_path / f"run{number}"
         folder.mkdir()
-        write_quiz_task(folder, premise)
-        results = evaluate(hf_lm, ["quiz_dcpmi"], task_manager=quiz_manager(folder), limit=2)
+        write_premise_quiz(folder, premise)
+        results = evaluate(hf_lm, ["quiz_dcpmi"], task_manager=quiz_tasks(folder), limit=2)
         samples = results.pop("samples")
         tracker = EvaluationTracker(output_path=str(folder / "out"))
         tracker.save_results_aggregated(results=results, samples=samples)

@@ -181,18 +181,6 @@ def test_module_names_do_not_repeat():
     assert set(leaves["verify"]) == {f"{PACKAGE}.cli.verify", f"{PACKAGE}.leaderboard.verify"}
 
 
-def test_no_module_is_over_400_lines():
-    # A module is one job, read in one sitting: the package's, the scripts' and the
-    # benchmarks' (the tests are read case by case, and may be longer).
-    lengths = {
-        path.relative_to(ROOT).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
-        for folder in (PACKAGE, "scripts", "benchmarks")
-        for path in sorted((ROOT / folder).rglob("*.py"))
-    }
-    assert len(lengths) > 100
-    assert {path: n for path, n in lengths.items() if n > 400} == {}
-
-
 def test_every_import_of_ours_names_a_module():
     _, unknown = import_graph(ROOT)
     assert not unknown, "imports naming no module of the package:\n" + "\n".join(unknown)

@@ -13,6 +13,7 @@ from report_helpers import entry, md_rows, results_dict, ten_document_run
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.cli import run_steps
+from lm_eval_dcpmi.cli.run_options import RunOptions, split_run_options
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import format_run, load_results, run_from_dict
 from lm_eval_dcpmi.tasks import quick_look
@@ -38,17 +39,15 @@ def test_spread_indices_are_even_deterministic_and_distinct():
 
 @pytest.mark.fast
 def test_quick_option_is_taken_out_of_lm_evals_options():
-    assert quick_look.split_quick(["--tasks", "x", "--quick", "50", "--log_samples"]) == (
-        50,
-        ["--tasks", "x", "--log_samples"],
-    )
-    assert quick_look.split_quick(["--quick=7"]) == (7, [])
-    assert quick_look.split_quick(["--limit", "3"]) == (None, ["--limit", "3"])
+    options, rest = split_run_options(["--tasks", "x", "--quick", "50", "--log_samples"])
+    assert (options.quick, rest) == (50, ["--tasks", "x", "--log_samples"])
+    assert split_run_options(["--quick=7"]) == (RunOptions(quick=7), [])
+    assert split_run_options(["--limit", "3"]) == (RunOptions(), ["--limit", "3"])
     for bad in (["--quick", "0"], ["--quick", "ten"], ["--quick"], ["--quick=-2"]):
         with pytest.raises(DCPMIError, match="expected a whole number of documents per task"):
-            quick_look.split_quick(bad)
+            split_run_options(bad)
     with pytest.raises(DCPMIError, match="--quick is given twice"):
-        quick_look.split_quick(["--quick", "2", "--quick", "3"])
+        split_run_options(["--quick", "2", "--quick", "3"])
 
 
 @pytest.mark.fast

@@ -110,8 +110,10 @@ def test_the_excepthook_is_installed_by_lm_evals_command_line_only():
 @pytest.mark.fast
 def test_entry_points_for_lm_evals_plugin_groups():
     """Declared for the lm-eval that reads them (models: PR #4013; tasks: PR #4015)."""
+    from lm_eval_dcpmi._autoload import MODELS
+
     (model,) = entry_points(group="lm_eval.models", name="hf-prefix")
-    assert model.value == "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"
+    assert model.value == MODELS["hf-prefix"] == "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"
     assert model.load() is PrefixHFLM
     (tasks,) = entry_points(group="lm_eval.tasks", name="dcpmi")
     assert tasks.load()() == OURS
@@ -312,7 +314,11 @@ def counting(self, *args, **kwargs):
     return build_fields(self, *args, **kwargs)
 gguf.gguf_reader.GGUFReader._build_fields = counting
 
-folder, name, other = sys.argv[1:]
+folder, name, other, once = sys.argv[1:]
+unwrapped = not getattr(gguf.GGUFReader, "reads_embedded_once", False)  # the hook is on
+if once == "1":
+    from lm_eval_dcpmi import embedded
+    embedded.parse_once()
 tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
 model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
 weights = hashlib.sha256()
@@ -323,15 +329,17 @@ gguf.GGUFReader(other)
 gguf.GGUFReader(other)
 print(json.dumps({
     "embedded": embedded, "other": len(parses) - embedded, "weights": weights.hexdigest(),
+    "unwrapped": unwrapped,
     "vocabulary": tokenizer("DC-PMI scores the options")["input_ids"],
 }))
 """
 
 
 def test_the_embedded_file_is_parsed_once_per_process_and_loads_the_same_model(tmp_path):
-    """The start-up hook makes transformers parse the embedded GGUF once, not six times
-    (~13 s of each load); another GGUF file is parsed each time, and the model and
-    tokenizer are those of a load without the hook."""
+    """Where the plugin loads the embedded model (``embedded.parse_once``), transformers parses
+    its GGUF once, not six times (~13 s of each load); another GGUF file is parsed each time,
+    and the model and tokenizer are those of a load without it. The start-up hook (on in
+    both) leaves ``gguf`` alone in a program that merely imports it."""
     import gguf
 
     other = tmp_path / "other.gguf"
@@ -343,18 +351,56 @@ def test_the_embedded_file_is_parsed_once_per_process_and_loads_the_same_model(t
     model = embedded_model_args()
     command = [sys.executable, "-c", LOAD_EMBEDDED, model["pretrained"], model["gguf_file"]]
     loads = {}
-    for hook in ("1", "0"):
+    for once in ("1", "0"):
         completed = subprocess.run(
-            [*command, str(other)],
+            [*command, str(other), once],
             capture_output=True,
             text=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "LM_EVAL_DCPMI_AUTOLOAD": hook},
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "LM_EVAL_DCPMI_AUTOLOAD": "1"},
             timeout=300,
         )
         assert completed.returncode == 0, completed.stderr[-3000:]
-        loads[hook] = json.loads(completed.stdout.strip().splitlines()[-1])
+        loads[once] = json.loads(completed.stdout.strip().splitlines()[-1])
     # transformers parses it for the tokenizer, the config and the weights (lm-eval: 6 times)
     assert loads["1"]["embedded"] == 1 and loads["0"]["embedded"] >= 3
     assert loads["1"]["other"] == loads["0"]["other"] == 2
     assert loads["1"]["weights"] == loads["0"]["weights"]
     assert loads["1"]["vocabulary"] == loads["0"]["vocabulary"]
+    assert loads["1"]["unwrapped"] and loads["0"]["unwrapped"]
+
+
+def test_the_embedded_file_is_recognised_wherever_its_package_lies(tmp_path):
+    from lm_eval_dcpmi import embedded
+
+    model = embedded_model_args()
+    assert embedded.is_embedded_file(model["pretrained"], model["gguf_file"])
+    copy = tmp_path / embedded.PACKAGE
+    copy.mkdir()
+    (copy / embedded.GGUF_FILE).symlink_to(Path(model["pretrained"], model["gguf_file"]))
+    assert embedded.is_embedded_file(str(tmp_path / "elsewhere" / ".." / embedded.PACKAGE),
+                                     embedded.GGUF_FILE)  # fmt: skip
+    assert not embedded.is_embedded_file(model["pretrained"], "other.gguf")
+    assert not embedded.is_embedded_file(str(tmp_path), embedded.GGUF_FILE)
+    assert not embedded.is_embedded_file(None, embedded.GGUF_FILE)
+    assert not embedded.is_embedded_file(model["pretrained"], None)
+
+
+def test_an_lm_eval_that_reads_entry_points_registers_the_models_itself(monkeypatch):
+    """lm-eval's main branch (PR #4013) loads the ``lm_eval.models`` entry points itself
+    (``registry.load_plugins``); no release has it, so a stand-in registry module plays it."""
+    from types import SimpleNamespace
+
+    from lm_eval_dcpmi import _autoload
+    from lm_eval_dcpmi.harness import models
+
+    assert not models.reads_plugin_entry_points()  # 0.4.12, 0.4.13, 0.5.0.dev1
+    assert models.reads_plugin_entry_points(SimpleNamespace(load_plugins=lambda *a: None))
+    assert not models.reads_plugin_entry_points(SimpleNamespace(load_plugins=None))
+    registered = []
+    monkeypatch.setattr(models, "register_model", lambda name, target: registered.append(name))
+    monkeypatch.setattr(models, "reads_plugin_entry_points", lambda: True)
+    _autoload.register_models(None)
+    assert registered == []
+    monkeypatch.setattr(models, "reads_plugin_entry_points", lambda: False)
+    _autoload.register_models(None)
+    assert registered == ["hf-prefix"]

@@ -17,8 +17,8 @@ from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import load_results, report_command
 from lm_eval_dcpmi.report.loading import SamplesError
+from lm_eval_dcpmi.report.output import Output, text_output, write_all
 from lm_eval_dcpmi.report.results import ReportError
-from lm_eval_dcpmi.report.writing import Output, text_output, write_all
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from lm_eval_dcpmi.report import looks
-from lm_eval_dcpmi.rules import probabilities, scoring
+from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.rules.scoring import DocumentScores
 
 # Every test here needs neither the model nor the data: the fast tier.
@@ -132,8 +132,8 @@ def test_every_method_has_a_report_label():
 
 
 def test_docstring_example():
-    assert doctest.testmod(scoring).failed == 0
-    assert doctest.testmod(probabilities).failed == 0
+    tried = doctest.testmod(scoring)
+    assert tried.failed == 0 and tried.attempted >= 2
 
 
 def test_the_tests_own_recompute_agrees_with_the_rules():

@@ -17,9 +17,11 @@ import pytest
 from helpers import SHARDED_TASK, read_only_file_system
 
 from lm_eval_dcpmi import cli
+from lm_eval_dcpmi.cli.run_options import RunOptions, refuse_combinations, split_run_options
+from lm_eval_dcpmi.cli.shard_option import parse_shard
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.leaderboard.shard_bounds import check_documents_once, recorded_shard
-from lm_eval_dcpmi.tasks.shards import Shard, parse_shard, refuse_with, shard_samples, split_shard
+from lm_eval_dcpmi.tasks.shards import Shard, shard_samples
 
 # ------------------------------------------------------------------ the shares
 
@@ -43,19 +45,17 @@ def test_a_shard_that_is_not_k_of_n_is_refused(value):
 
 @pytest.mark.fast
 def test_the_shard_option_is_taken_out_of_the_command_line():
-    assert split_shard(["--tasks", "x", "--shard", "2/4", "--log_samples"]) == (
-        Shard(2, 4),
-        ["--tasks", "x", "--log_samples"],
-    )
-    assert split_shard(["--shard=1/2"]) == (Shard(1, 2), [])
+    options, rest = split_run_options(["--tasks", "x", "--shard", "2/4", "--log_samples"])
+    assert (options.shard, rest) == (Shard(2, 4), ["--tasks", "x", "--log_samples"])
+    assert split_run_options(["--shard=1/2"]) == (RunOptions(shard=Shard(1, 2)), [])
     with pytest.raises(DCPMIError, match="given twice"):
-        split_shard(["--shard", "1/2", "--shard", "2/2"])
+        split_run_options(["--shard", "1/2", "--shard", "2/2"])
 
 
 @pytest.mark.fast
 def test_a_shard_is_not_combined_with_limit_samples_or_quick_nor_emptier_than_one_document():
     with pytest.raises(DCPMIError, match="cannot be combined with --limit; drop one"):
-        refuse_with(Shard(1, 2), {"--limit": 10, "--samples": None})
+        refuse_combinations(RunOptions(shard=Shard(1, 2)), limit=10, samples=None)
     assert shard_samples({"a": 5, "b": 3}, Shard(3, 3)) == {"a": [2], "b": [2]}
     with pytest.raises(DCPMIError, match="b has 3 document.s., fewer than 4 shards"):
         shard_samples({"a": 5, "b": 3}, Shard(4, 4))

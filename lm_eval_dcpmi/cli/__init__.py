@@ -7,7 +7,8 @@ without ``--tasks`` the tasks ``--samples`` names, else the whole ``dcpmi`` grou
 without ``--batch_size`` 8, and without ``--device`` the CPU when no GPU is present.
 Every other option goes to lm-eval unchanged. At the end it prints the DC-PMI table
 (Unc / LM / Avg / Char / DC-PMI). ``--dcpmi_task TASK=PREMISE`` adds the DC-PMI variant
-of a registered multiple-choice task (see ``derived_tasks``). A ``DCPMIError`` (bad data,
+of a registered multiple-choice task (``tasks.derive``). The plugin's own options are
+taken out and parsed once, by ``run_options``. A ``DCPMIError`` (bad data,
 task config or option) is printed as one line on stderr, exit status 2.
 
 The run has two steps (``run_steps``), both on lm-eval's public API: the tasks are built
@@ -16,7 +17,8 @@ model exists, then ``cli_evaluate`` runs the very same command line (``lm_eval_o
 adds the defaults to it).
 
 One module per subcommand, each a ``SubCommand`` (``subcommand``): ``run`` (with
-``run_steps``, ``lm_eval_options``, ``option_checks``, ``derived_tasks``, ``saving``),
+``run_options``, ``shard_option``, ``run_steps``, ``lm_eval_options``, ``option_checks``,
+``saving``),
 ``tasks`` (the plugin's groups, tags and tasks; ``dcpmi run --tasks list`` too), ``report``
 (paper-style tables and figures, ``lm_eval_dcpmi.report``), ``verify``, ``export`` and
 ``merge`` (``lm_eval_dcpmi.leaderboard``). Each imports what does the work only when it

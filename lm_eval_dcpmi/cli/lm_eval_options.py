@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import embedded
+from lm_eval_dcpmi.cli.run_options import option_values
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.json_files import json_problem, parse_json
 
@@ -60,7 +61,7 @@ _JSON_OPTIONS = ("--metadata", "--model_args", "-a", "--samples", "-E")
 
 
 def _check_json_options(argv: Sequence[str]) -> None:
-    for option, value in _option_values(argv):
+    for option, value in option_values(argv):
         if option in _JSON_OPTIONS and value.lstrip().startswith("{"):
             parse_json(
                 value,
@@ -68,18 +69,6 @@ def _check_json_options(argv: Sequence[str]) -> None:
                 line=0,
                 fix="write a JSON object with double-quoted names and strings",
             )
-
-
-def _option_values(argv: Sequence[str]) -> Iterator[tuple[str, str]]:
-    """(option, value) for ``--option value`` and ``--option=value`` in ``argv``."""
-    for index, item in enumerate(argv):
-        if not item.startswith("-"):
-            continue
-        option, equals, value = item.partition("=")
-        if equals:
-            yield option, value
-        elif index + 1 < len(argv):
-            yield option, argv[index + 1]
 
 
 def _first_json_error(argv: Sequence[str]) -> str:

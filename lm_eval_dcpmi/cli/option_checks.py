@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError, cause_of, offline_errors
+from lm_eval_dcpmi.harness.model_args import parse_model_args
 from lm_eval_dcpmi.leaderboard.answer_cache import check_cache_owner, use_cache_files
 
 
@@ -173,16 +174,6 @@ def check_request_cache(cache_requests: dict[str, bool] | str) -> None:
 _UNEXPECTED_KEYWORD = re.compile(r"unexpected keyword argument '(\w+)'")
 
 
-def model_arg_names(model_args: Any) -> set[str]:
-    """The keys of ``--model_args`` (lm-eval's dict, or its ``key=value,...`` string)."""
-    if isinstance(model_args, dict):
-        return {str(key) for key in model_args}
-    if isinstance(model_args, str):
-        pairs = (item.partition("=") for item in model_args.split(","))
-        return {key.strip() for key, equals, _value in pairs if equals and key.strip()}
-    return set()
-
-
 @contextlib.contextmanager
 def model_errors(config: Any) -> Iterator[None]:
     """What the model raises for an option, as one line:
@@ -199,7 +190,7 @@ def model_errors(config: Any) -> Iterator[None]:
         yield
     except TypeError as err:
         found = _UNEXPECTED_KEYWORD.search(str(err))
-        if found is None or found[1] not in model_arg_names(config.model_args):
+        if found is None or found[1] not in parse_model_args(config.model_args):
             raise
         raise DCPMIError(
             f"--model_args {found[1]}=...: the {config.model} model does not take {found[1]!r} "

@@ -30,24 +30,31 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lm_eval_dcpmi import __version__
 from lm_eval_dcpmi.cli import lm_eval_options, option_checks, saving
-from lm_eval_dcpmi.cli.derived_tasks import (
+from lm_eval_dcpmi.cli.lm_eval_options import lm_eval_argv
+from lm_eval_dcpmi.cli.run_options import (
+    MODEL_ID_OPTION,
+    RunOptions,
+    refuse_combinations,
+    split_run_options,
+)
+from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
+from lm_eval_dcpmi.harness import index
+from lm_eval_dcpmi.json_files import read_json, write_json
+from lm_eval_dcpmi.leaderboard.identity import NO_PRETRAINED, ModelIdentity, portable_results
+from lm_eval_dcpmi.tasks import quick_look, references, shards
+from lm_eval_dcpmi.tasks.derive import (
     DCPMI_TASK_OPTION,
     DERIVED_SUFFIX,
     option_value,
-    split_dcpmi_tasks,
     write_derived_tasks,
 )
-from lm_eval_dcpmi.cli.lm_eval_options import lm_eval_argv
-from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
-from lm_eval_dcpmi.harness import index
-from lm_eval_dcpmi.leaderboard.portable import after_run, split_model_id
-from lm_eval_dcpmi.tasks import quick_look, references, shards
 
 
 class Terminated(BaseException):
@@ -78,10 +85,8 @@ def run(forwarded: Sequence[str]) -> int:
     import lm_eval_dcpmi_autoload
     from lm_eval_dcpmi import _autoload
 
-    derived, forwarded = split_dcpmi_tasks(forwarded)
-    model_id, forwarded = split_model_id(forwarded)
-    quick, forwarded = quick_look.split_quick(forwarded)
-    shard, forwarded = shards.split_shard(forwarded)
+    options, forwarded = split_run_options(forwarded, os.environ)
+    shard = options.shard
     if shard is not None and shard.source:  # the job's log says which shard it scored
         print(f"dcpmi: --shard: shard {shard} ({shard.source})", file=sys.stderr)
     if lm_eval_options.read(["run", *forwarded]).tasks == ["list"]:  # lm-eval's old habit
@@ -93,13 +98,13 @@ def run(forwarded: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="dcpmi_run_") as scratch:
         folder = Path(scratch, "tasks")
         folder.mkdir()
-        names = write_derived_tasks(derived, folder)
+        names = write_derived_tasks(options.dcpmi_tasks, folder)
         with _autoload.extra_task_folders([folder] if names else []):
             argv = lm_eval_argv(forwarded, names)
-            checked = check_tasks(argv[1:], derived, quick, shard)
-            if quick is not None or shard is not None:  # lm-eval scores them as --samples
+            checked = check_tasks(argv[1:], options)
+            if options.quick is not None or shard is not None:  # lm-eval scores them as --samples
                 argv += ["--samples", json.dumps(checked.config.samples)]
-            return evaluate(argv, checked, Path(scratch), model_id)
+            return evaluate(argv, checked, Path(scratch), options.model_id)
 
 
 @dataclass
@@ -114,21 +119,14 @@ class CheckedRun:
     skewed: dict[str, str] = field(default_factory=dict)
 
 
-def check_tasks(
-    argv: Sequence[str],
-    derived: Sequence[tuple[str, str | None]] = (),
-    quick: int | None = None,
-    shard: shards.Shard | None = None,
-) -> CheckedRun:
-    """Step 1 (see the module's docstring)."""
+def check_tasks(argv: Sequence[str], options: RunOptions | None = None) -> CheckedRun:
+    """Step 1 (see the module's docstring); ``argv``: lm-eval's options, ``options``: the
+    plugin's."""
+    options = RunOptions() if options is None else options
+    quick, shard = options.quick, options.shard
     config = lm_eval_options.config(argv)
     option_checks.check_options(config)
-    if shard is not None:
-        shards.refuse_with(
-            shard, {"--limit": config.limit, "--samples": config.samples, "--quick": quick}
-        )
-    if quick is not None:
-        quick_look.refuse_with_limit_or_samples(quick, config.limit, config.samples)
+    refuse_combinations(options, config.limit, config.samples)
     with lm_eval_options.quietly():
         try:
             manager = config.process_tasks(config.metadata)
@@ -137,7 +135,7 @@ def check_tasks(
             if unknown is None:
                 raise
             raise DCPMIError(_not_found(unknown, config)) from None
-    check_base_tasks(manager.all_tasks, derived)
+    check_base_tasks(manager.all_tasks, options.dcpmi_tasks)
     with lm_eval_options.quietly():
         try:
             tasks = index.load_tasks(manager, config.tasks)
@@ -279,7 +277,7 @@ def evaluate(
     argv: Sequence[str], checked: CheckedRun, scratch: Path, model_id: str | None = None
 ) -> int:
     """Step 2: lm-eval's own ``run`` command on ``argv``; the results files it wrote name
-    the model portably (``leaderboard.portable``); then the DC-PMI table."""
+    the model portably (``after_run``); then the DC-PMI table."""
     from lm_eval_dcpmi.harness.lm_eval_parser import cli_evaluate
 
     argv = list(argv)
@@ -305,6 +303,37 @@ def evaluate(
         print_table(results, checked)
     saved.check()
     return 0
+
+
+def after_run(
+    written: Sequence[Path], model_id: str | None, recorded: Mapping[str, Any] | None = None
+) -> None:
+    """``dcpmi run``'s last step: the results files the run wrote name the model portably
+    (and record ``recorded`` in their ``dcpmi`` block); a model that has no id gets one
+    warning saying how to name it."""
+    for path in written:
+        identity = portable_results_file(path, model_id, __version__, recorded)
+        if identity.id is None and identity.local_name and identity.how != NO_PRETRAINED:
+            print(
+                f"dcpmi: warning: {path} names the model {identity.name} ({identity.how}); "
+                f"give {MODEL_ID_OPTION} ORG/NAME (its hub id) to name it for leaderboards "
+                "(dcpmi export asks for it).",
+                file=sys.stderr,
+            )
+
+
+def portable_results_file(
+    path: Path,
+    model_id: str | None = None,
+    plugin_version: str | None = None,
+    recorded: Mapping[str, Any] | None = None,
+) -> ModelIdentity:
+    """Rewrite the results file ``path`` portably (numbers untouched); its identity.
+    ``recorded``: more entries for its ``dcpmi`` block (``dcpmi run --shard``'s shard)."""
+    data = portable_results(read_json(path), model_id, plugin_version)
+    data["dcpmi"].update(recorded or {})
+    write_json(path, data)
+    return ModelIdentity(**data["dcpmi"]["model"])
 
 
 def shard_record(shard: shards.Shard | None) -> dict[str, Any]:

@@ -6,6 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 
+def reads_plugin_entry_points(registry: Any = None) -> bool:
+    """Whether the installed lm-eval registers models from the ``lm_eval.models`` entry points
+    itself: lm-eval's main branch after its PR #4013 (``lm_eval.api.registry.load_plugins``,
+    lazily, an alias already registered skipped). No release has it yet (0.4.12, 0.4.13,
+    0.5.0.dev1): there the start-up hook registers the plugin's models. ``registry``: the
+    module to look at (lm-eval's by default)."""
+    if registry is None:
+        from lm_eval.api import registry
+    return callable(getattr(registry, "load_plugins", None))
+
+
 def register_model(name: str, target: str) -> None:
     """Register the model class ``target`` (``"module:Class"``) under ``name``, lazily
     (unless lm-eval knows the name): 0.4's ``model_registry.register(name, target=...)``
@@ -39,6 +50,10 @@ def load_model(name: str, model_args: dict[str, Any], **settings: Any) -> Any:
     (``lm_eval/api/registry.py``) and the class's ``create_from_arg_obj``."""
     from lm_eval.api.registry import get_model
 
+    from lm_eval_dcpmi import embedded
+
+    if embedded.is_embedded_file(model_args.get("pretrained"), model_args.get("gguf_file")):
+        embedded.parse_once()
     return get_model(name).create_from_arg_obj(
         dict(model_args), {k: v for k, v in settings.items() if v is not None}
     )

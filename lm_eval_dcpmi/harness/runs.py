@@ -34,11 +34,12 @@ def dummy_tokenizer_name() -> str | None:
     return getattr(DummyLM, "tokenizer_name", None)
 
 
-def check_before_simple_evaluate(
-    evaluator: Any, check: Callable[[Any, Any, str], None], enabled: Callable[[], bool]
+def before_simple_evaluate(
+    evaluator: Any, before: Callable[[str, Any, Any], None], enabled: Callable[[], bool]
 ) -> None:
     """Wrap ``evaluator.simple_evaluate`` (once): while ``enabled()``, a call with a model
-    named by a string and ``use_cache`` first runs ``check(model, model_args, use_cache)``.
+    named by a string first runs ``before(model, model_args, use_cache)``, before lm-eval
+    builds the model.
 
     0.4 and 0.5.0.dev1: ``simple_evaluate(model, model_args=None, tasks=None, ...,
     use_cache=None, ...)`` (``lm_eval/evaluator.py``); lm-eval's command line calls it as
@@ -58,8 +59,8 @@ def check_before_simple_evaluate(
             except TypeError:  # lm-eval's own error, as without the plugin
                 return original(*args, **kwargs)
             given = bound.arguments
-            if isinstance(given.get("model"), str) and given.get("use_cache"):
-                check(given["model"], given.get("model_args"), given["use_cache"])
+            if isinstance(given.get("model"), str):
+                before(given["model"], given.get("model_args"), given.get("use_cache"))
         return original(*args, **kwargs)
 
     simple_evaluate._dcpmi_patched = True  # type: ignore[attr-defined]

@@ -54,6 +54,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from lm_eval_dcpmi import embedded
 from lm_eval_dcpmi.harness.hflm import HookedHFLM
 from lm_eval_dcpmi.hf_prefix import kernels, masks
 from lm_eval_dcpmi.hf_prefix.cache import (
@@ -106,6 +107,8 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         named = {k: v for k, v in kwargs.items() if isinstance(v, (str, bool, int))}
         if args and isinstance(args[0], str):
             named["pretrained"] = args[0]
+        if embedded.is_embedded_file(named.get("pretrained"), named.get("gguf_file")):
+            embedded.parse_once()  # built outside simple_evaluate too (benchmarks, tests)
         if not kwargs.get("tokenizer") or isinstance(kwargs["tokenizer"], str):
             kwargs["tokenizer"] = shared_tokenizer(named) or kwargs.get("tokenizer")
         super().__init__(

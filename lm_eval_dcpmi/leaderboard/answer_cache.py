@@ -37,10 +37,10 @@ def cache_owner(model: Any, model_args: Any) -> dict[str, Any]:
     """What names the model whose answers a ``--use_cache`` cache holds: lm-eval's model
     name, the model's identity (hub id, revision, GGUF file and its sha256) and the folder
     or id it was loaded from."""
+    from lm_eval_dcpmi.harness.model_args import parse_model_args
     from lm_eval_dcpmi.leaderboard.identity import identify
-    from lm_eval_dcpmi.report.results import model_args as parsed_args
 
-    args = parsed_args({"model_args": model_args})
+    args = parse_model_args(model_args)
     identity = identify(args)
     pretrained = args.get("pretrained")
     if isinstance(pretrained, str) and Path(pretrained).expanduser().exists():

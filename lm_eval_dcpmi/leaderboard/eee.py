@@ -25,8 +25,8 @@ from lm_eval_dcpmi.leaderboard.export_options import (
     tasks_of,
 )
 from lm_eval_dcpmi.leaderboard.submission import Submission, TaskEntry
+from lm_eval_dcpmi.report.output import Output, text_output
 from lm_eval_dcpmi.report.stats import wilson
-from lm_eval_dcpmi.report.writing import Output, text_output
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks import premise_digest
 

@@ -37,7 +37,7 @@ from lm_eval_dcpmi.leaderboard.export_options import (
 from lm_eval_dcpmi.leaderboard.hub import write_hub
 from lm_eval_dcpmi.leaderboard.model_card import write_model_card
 from lm_eval_dcpmi.leaderboard.submission import Submission, installed_differences
-from lm_eval_dcpmi.report.writing import Output, write_all
+from lm_eval_dcpmi.report.output import Output, write_all
 
 
 def refusals(submission: Submission, options: ExportOptions) -> list[str]:

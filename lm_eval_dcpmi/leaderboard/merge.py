@@ -49,9 +49,9 @@ from lm_eval_dcpmi.leaderboard.recompute import (
     task_samples,
 )
 from lm_eval_dcpmi.leaderboard.submission import Submission, read_submission, results_files
+from lm_eval_dcpmi.report.output import Output, write_all
 from lm_eval_dcpmi.report.results import ReportError
 from lm_eval_dcpmi.report.samples import request_pairs, task_hash, task_layout
-from lm_eval_dcpmi.report.writing import Output, write_all
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.tasks.shards import Shard
 

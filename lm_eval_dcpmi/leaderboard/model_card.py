@@ -11,7 +11,7 @@ from lm_eval_dcpmi.leaderboard.export_options import (
 )
 from lm_eval_dcpmi.leaderboard.submission import Submission
 from lm_eval_dcpmi.report.looks import PAPER
-from lm_eval_dcpmi.report.writing import Output, text_output
+from lm_eval_dcpmi.report.output import Output, text_output
 
 
 def eval_results(submission: Submission, options: ExportOptions) -> list[Any]:

@@ -63,30 +63,18 @@ def check_tolerance(value: float) -> float:
     return value
 
 
-def _parse_args(text: str) -> dict[str, str]:
-    args = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        key, equals, value = item.partition("=")
-        if not equals or not key:
-            raise DCPMIError(
-                f"--model_args {text!r}: expected key=value pairs, e.g. pretrained=gpt2."
-            )
-        args[key] = value
-    return args
-
-
 def model_to_load(
     submission: Submission, options: RescoreOptions
 ) -> tuple[str, dict[str, Any], str]:
     """(lm-eval model name, its arguments, how it is named in the output) for the model
     the results name; a ``DCPMIError`` when it cannot be known or is not the one that ran."""
     from lm_eval_dcpmi import embedded
+    from lm_eval_dcpmi.harness.model_args import parse_model_args, recorded_model_args
     from lm_eval_dcpmi.leaderboard.identity import (
         EMBEDDED_ID,
         RANDOM_MODELS,
         installed_embedded_sha256,
     )
-    from lm_eval_dcpmi.leaderboard.portable import model_args_of
 
     data = submission.data
     config = data.get("config") if isinstance(data.get("config"), dict) else {}
@@ -98,7 +86,8 @@ def model_to_load(
         )
     identity = submission.model
     if options.model_args is not None:
-        return name, _parse_args(options.model_args), f"{name} ({options.model_args})"
+        args = parse_model_args(options.model_args, option="--model_args")
+        return name, args, f"{name} ({options.model_args})"
     if identity.id == EMBEDDED_ID and identity.file == embedded.GGUF_FILE:
         installed = installed_embedded_sha256()
         if installed is None:
@@ -114,7 +103,8 @@ def model_to_load(
             )
         return name, dict(embedded.model_args()), f"{name}, the embedded {identity.id}"
     if identity.id:
-        recorded = {k: v for k, v in model_args_of(submission.data).items() if k != "pretrained"}
+        recorded = recorded_model_args(submission.data)
+        recorded.pop("pretrained", None)
         revision = {"revision": identity.revision} if identity.revision else {}
         args = {**recorded, "pretrained": identity.id, **revision}
         return (

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.harness.model_args import recorded_model_args
 from lm_eval_dcpmi.json_files import read_json
 from lm_eval_dcpmi.leaderboard.identity import ModelIdentity, identify, recorded_identity
-from lm_eval_dcpmi.leaderboard.portable import model_args_of
 from lm_eval_dcpmi.report import looks
 from lm_eval_dcpmi.report.samples import samples_files
 from lm_eval_dcpmi.rules import scoring
@@ -122,7 +122,7 @@ class Submission:
         from lm_eval_dcpmi import embedded
         from lm_eval_dcpmi.leaderboard.identity import EMBEDDED_ID
 
-        args = model_args_of(self.data)
+        args = recorded_model_args(self.data)
         if tokenizer:
             return {**args, "pretrained": tokenizer, "tokenizer": tokenizer, "gguf_file": None}
         if self.model.id == EMBEDDED_ID and self.model.file == embedded.GGUF_FILE:
@@ -203,7 +203,7 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
     if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
         model = recorded_identity(recorded, str(path))
     else:
-        model = identify(model_args_of(data), model_id)
+        model = identify(recorded_model_args(data), model_id)
     configs = data.get("configs") if isinstance(data.get("configs"), dict) else {}
     versions = data.get("versions") if isinstance(data.get("versions"), dict) else {}
     n_samples = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}

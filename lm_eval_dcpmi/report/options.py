@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.report.results import LABELS, METHODS, ReportError, RunResults, model_args
+from lm_eval_dcpmi.harness.model_args import parse_model_args
+from lm_eval_dcpmi.report.results import LABELS, METHODS, ReportError, RunResults
 from lm_eval_dcpmi.report.samples import (
     DocumentOptions,
     document_options,
@@ -71,7 +72,7 @@ def _token_counter(run: RunResults, task: str) -> tuple[Any, str]:
     metadata = _task_config(run, task).get("metadata")
     config = run.data.get("config")
     if not isinstance(metadata, Mapping) or not metadata.get("pretrained"):
-        metadata = model_args(config) if isinstance(config, Mapping) else {}
+        metadata = parse_model_args(config.get("model_args")) if isinstance(config, Mapping) else {}
     try:
         counter = counter_for_metadata(metadata)
     except DCPMIError as error:

@@ -205,17 +205,6 @@ def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def model_args(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The run's model arguments as a dict (lm-eval writes a dict or an ``a=b,c=d`` string)."""
-    args = config.get("model_args")
-    if isinstance(args, Mapping):
-        return dict(args)
-    if isinstance(args, str):
-        pairs = (item.partition("=") for item in args.split(",") if "=" in item)
-        return {key.strip(): value.strip() for key, _eq, value in pairs}
-    return {}
-
-
 def model_label(data: Mapping[str, Any]) -> str:
     """A short display name for the model of a results dict.
 
@@ -223,8 +212,10 @@ def model_label(data: Mapping[str, Any]) -> str:
     ``model_name`` or the ``pretrained=`` model argument, with a local folder shortened
     to its last component (Hub ids such as ``EleutherAI/pythia-160m`` stay whole).
     """
+    from lm_eval_dcpmi.harness.model_args import recorded_model_args
+
     config = _mapping(data, "config")
-    args = model_args(config)
+    args = recorded_model_args(data)
     gguf = args.get("gguf_file")
     if isinstance(gguf, str) and gguf:
         return re.sub(r"\.gguf$", "", Path(gguf).name)

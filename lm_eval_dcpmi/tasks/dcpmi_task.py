@@ -16,7 +16,8 @@ built; ``process_results`` then only combines numbers (``scoring``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lm_eval.api.instance import Instance
@@ -26,16 +27,15 @@ from lm_eval_dcpmi.data.digests import task_data_files
 from lm_eval_dcpmi.data.user_json import loading_json
 from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
 from lm_eval_dcpmi.harness import configurable_task as harness_tasks
+from lm_eval_dcpmi.harness.configurable_task import loglikelihood_answer
 from lm_eval_dcpmi.rules import scoring
 from lm_eval_dcpmi.rules.layout import Layout
 from lm_eval_dcpmi.rules.registry import dcpmi_metric_list, register_metrics
 from lm_eval_dcpmi.rules.scoring import METHODS, DocumentScores
 from lm_eval_dcpmi.tasks import document_checks as checks
 from lm_eval_dcpmi.tasks import premise_digest, references, rendering, request_checks
-from lm_eval_dcpmi.tasks.content_free import carrier_scores
 from lm_eval_dcpmi.tasks.derive import with_base_task
 from lm_eval_dcpmi.tasks.document_store import DocumentScoring, PendingDocuments
-from lm_eval_dcpmi.tasks.processes import warn_if_every_process_scores_everything
 from lm_eval_dcpmi.tasks.tokens import (
     TokenCounter,
     counter_for_metadata,
@@ -385,3 +385,44 @@ class DCPMITask(harness_tasks.task_class()):  # lm-eval's ConfigurableTask
 
 
 __all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "dcpmi_metric_list"]
+
+
+# ---- said once per process: how lm-eval splits a run's documents across processes
+
+_WARNED_WORLD: list[bool] = []
+
+
+def warn_if_every_process_scores_everything(world_size: int) -> None:
+    """lm-eval's `hf` shards documents only across several GPUs: under `torchrun` or
+    `accelerate launch` on the CPU (or one GPU) every process is rank 0 of 1 and scores the
+    whole run. Said once per process."""
+    launched = os.environ.get("WORLD_SIZE", "1")
+    if launched.isdigit() and int(launched) > 1 and world_size == 1 and not _WARNED_WORLD:
+        _WARNED_WORLD.append(True)
+        log.warning(
+            "%s processes were started (WORLD_SIZE=%s) but the model reports a world size "
+            "of 1: lm-eval's hf splits documents only across several GPUs, so every process "
+            "will score the whole run. Start one process (see docs/harness.md, several GPUs).",
+            launched,
+            launched,
+        )
+
+
+# ---- the content-free scores of contextual calibration (CC), read once a process's
+# requests are answered, from the one document that carries the content-free requests
+
+
+def carrier_scores(layout: Layout, instances: Sequence[Instance]) -> dict[str, list[float]] | None:
+    """The content-free log-likelihoods of the document that carries them, read from a
+    process's answered instances (lm-eval scores every request before it calls
+    ``process_results``); None when no document carries them."""
+    by_doc: dict[int, list[Instance]] = {}
+    for instance in instances:
+        by_doc.setdefault(instance.doc_id, []).append(instance)
+    for requests in by_doc.values():
+        requests.sort(key=lambda r: r.idx)
+        n, carrier = layout.n_options([r.arguments[1] for r in requests])
+        if carrier:
+            answers = [loglikelihood_answer(r) for r in requests]
+            return layout.blocks(answers, n, True).content_free
+    return None

@@ -22,66 +22,14 @@ from __future__ import annotations
 import math
 import sys
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any, TypeVar
-
-from lm_eval_dcpmi.errors import DCPMIError
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 QUICK_OPTION = "--quick"
-T = TypeVar("T")
 # Beyond this total variation distance between the label shares of a --limit prefix and of
 # the whole split, the prefix is not a fair look (0.2: e.g. 70% of one label where the
 # split has 50%).
 MAX_LABEL_DISTANCE = 0.2
-
-
-def take_option(
-    argv: Sequence[str], name: str, parse: Callable[[str], T]
-) -> tuple[T | None, list[str]]:
-    """The plugin's own option ``name VALUE`` (or ``name=VALUE``) taken out of ``argv``
-    before lm-eval sees it: (``parse(VALUE)`` or None, the rest); given twice, an error."""
-    rest: list[str] = []
-    found: T | None = None
-    items = iter(argv)
-    for item in items:
-        option, equals, value = item.partition("=")
-        if option != name:
-            rest.append(item)
-            continue
-        if not equals:
-            value = next(items, "")
-        if found is not None:
-            raise DCPMIError(f"{name} is given twice; give it once.")
-        found = parse(value)
-    return found, rest
-
-
-def split_quick(argv: Sequence[str]) -> tuple[int | None, list[str]]:
-    """``--quick N`` (or ``--quick=N``) taken out of ``argv``: (N or None, the rest)."""
-    return take_option(argv, QUICK_OPTION, _documents)
-
-
-def _documents(value: str) -> int:
-    try:
-        count = int(value)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise DCPMIError(
-            f"{QUICK_OPTION} {value!r}: expected a whole number of documents per task, at "
-            f"least 1, e.g. {QUICK_OPTION} 50."
-        )
-    return count
-
-
-def refuse_with_limit_or_samples(quick: int, limit: float | None, samples: Any) -> None:
-    """``--quick`` picks its own documents: not with ``--limit`` or ``--samples``."""
-    for option, value in (("--limit", limit), ("--samples", samples)):
-        if value is not None:
-            raise DCPMIError(
-                f"{QUICK_OPTION} {quick} picks {quick} documents evenly spread over each "
-                f"task's split and cannot be combined with {option}; drop one of the two."
-            )
 
 
 def spread_indices(total: int, count: int) -> list[int]:

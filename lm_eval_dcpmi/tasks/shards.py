@@ -7,23 +7,18 @@ and WikiHow halves), and the N shards together hold each document exactly once. 
 scores them as ``--samples`` indices (their samples keep the split's document ids); the
 results file records the shard under ``dcpmi.shard``, which ``dcpmi merge`` reads to join
 the shards into one run. ``--shard slurm`` (or ``slurm/N``, ``kubernetes/N``) reads K and N
-from the scheduler's array job instead (``array_jobs``).
+from the scheduler's array job instead (``cli/shard_option.py`` reads the option).
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.tasks.array_jobs import is_scheduler, scheduler_shard
-from lm_eval_dcpmi.tasks.quick_look import take_option
 
 SHARD_OPTION = "--shard"
-_FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -44,42 +39,6 @@ class Shard:
 
     def as_dict(self) -> dict[str, int]:
         return {"index": self.index, "count": self.count}
-
-
-def parse_shard(
-    value: str, option: str = SHARD_OPTION, environ: Mapping[str, str] | None = None
-) -> Shard:
-    """``K/N`` with 1 <= K <= N, or a scheduler's spelling read from ``environ`` (default
-    the process's environment); a ``DCPMIError`` saying the form otherwise."""
-    if is_scheduler(value):
-        index, count, source = scheduler_shard(
-            value, os.environ if environ is None else environ, option
-        )
-        return Shard(index, count, source)
-    match = _FORM.match(value)
-    index, count = (int(match[1]), int(match[2])) if match else (0, 0)
-    if not match or count < 1 or not 1 <= index <= count:
-        raise DCPMIError(
-            f"{option} {value!r}: give K/N, shard K of N with 1 <= K <= N (e.g. {option} 1/4 "
-            f"... {option} 4/4; dcpmi merge joins them), or {option} slurm in an array job."
-        )
-    return Shard(index, count)
-
-
-def split_shard(argv: Sequence[str]) -> tuple[Shard | None, list[str]]:
-    """``--shard K/N`` (or ``--shard=K/N``) taken out of ``argv``: (the shard or None, the rest)."""
-    return take_option(argv, SHARD_OPTION, parse_shard)
-
-
-def refuse_with(shard: Shard, options: Mapping[str, Any]) -> None:
-    """A shard picks its own documents: not with ``--limit``, ``--samples`` or ``--quick``
-    (``options``: option -> its value, None when not given)."""
-    for option, value in options.items():
-        if value is not None:
-            raise DCPMIError(
-                f"{SHARD_OPTION} {shard} scores every {shard.count}th document of each task "
-                f"and cannot be combined with {option}; drop one of the two."
-            )
 
 
 def refuse_unmergeable(shard: Shard, tasks: Mapping[str, Any]) -> None:

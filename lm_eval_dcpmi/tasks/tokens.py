@@ -187,7 +187,11 @@ def token_counter_for(
             return TokenCounter(loaded, int(max_length or model_max_length), add_bos)
     import transformers
 
+    from lm_eval_dcpmi import embedded
     from lm_eval_dcpmi.harness.models import resolve_max_length
+
+    if embedded.is_embedded_file(pretrained, gguf_file):
+        embedded.parse_once()  # the tokenizer and config parse its file 4 times otherwise
 
     kwargs: dict[str, Any] = {"trust_remote_code": bool(_as_bool(trust_remote_code))}
     if revision:

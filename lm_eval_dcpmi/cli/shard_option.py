@@ -1,5 +1,6 @@
-"""``--shard slurm``, ``--shard slurm/N`` and ``--shard kubernetes/N``: the shard's K (and N)
-read from the scheduler that runs one job per shard, so a job file never computes them.
+"""``--shard``'s value read: ``K/N``, or ``slurm``, ``slurm/N`` and ``kubernetes/N``, the
+shard's K (and N) read from the scheduler that runs one job per shard, so a job file never
+computes them.
 
 * **SLURM** (an array job, ``sbatch --array``): K is ``SLURM_ARRAY_TASK_ID``. With
   ``slurm``, the array is the run: N is its task count, and the array must be exactly
@@ -17,9 +18,12 @@ Missing variables, or values that do not fit, are refused in one line naming the
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 
 from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.tasks.shards import SHARD_OPTION, Shard
 
 SLURM = "slurm"
 KUBERNETES = ("kubernetes", "k8s")
@@ -32,6 +36,27 @@ ARRAY = (
     "SLURM_ARRAY_TASK_STEP",
 )
 INDEX = "JOB_COMPLETION_INDEX"
+_FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def parse_shard(
+    value: str, option: str = SHARD_OPTION, environ: Mapping[str, str] | None = None
+) -> Shard:
+    """``K/N`` with 1 <= K <= N, or a scheduler's spelling read from ``environ`` (default
+    the process's environment); a ``DCPMIError`` saying the form otherwise."""
+    if is_scheduler(value):
+        index, count, source = scheduler_shard(
+            value, os.environ if environ is None else environ, option
+        )
+        return Shard(index, count, source)
+    match = _FORM.match(value)
+    index, count = (int(match[1]), int(match[2])) if match else (0, 0)
+    if not match or count < 1 or not 1 <= index <= count:
+        raise DCPMIError(
+            f"{option} {value!r}: give K/N, shard K of N with 1 <= K <= N (e.g. {option} 1/4 "
+            f"... {option} 4/4; dcpmi merge joins them), or {option} slurm in an array job."
+        )
+    return Shard(index, count)
 
 
 def is_scheduler(value: str) -> bool:
