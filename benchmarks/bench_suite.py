@@ -66,8 +66,8 @@ from suite_pages import markdown, summary, summary_markdown, within_tolerance
 
 def token_counts(requests: Sequence[Encoded], lm: Any) -> dict[str, int]:
     """Positions each method forwards for ``requests`` (none left-truncated here)."""
-    from lm_eval_dcpmi.hf_prefix.schedule import Pass, plan, unique_pairs
-    from lm_eval_dcpmi.hf_prefix.tree import build_tree, tree_tokens
+    from lm_eval_dcpmi.hf_prefix._schedule import Pass, plan, unique_pairs
+    from lm_eval_dcpmi.hf_prefix._tree import build_tree, tree_tokens
 
     pairs = list(unique_pairs(requests))
     inputs = {context + continuation[:-1] for context, continuation in pairs}
@@ -105,9 +105,9 @@ class Forwarded:
 
 
 def predictions(task: Any, by_doc: dict[int, list[Any]], answers: dict[int, list[float]]) -> list:
-    """Every document's predicted option under every method (``scoring.predictions``)."""
-    from lm_eval_dcpmi.rules.scoring import METRICS, DocumentScores
-    from lm_eval_dcpmi.rules.scoring import predictions as predict
+    """Every document's predicted option under every method (``rules._scoring.predictions``)."""
+    from lm_eval_dcpmi.rules._scoring import METRICS, DocumentScores
+    from lm_eval_dcpmi.rules._scoring import predictions as predict
 
     out = []
     rules = [m for m in METRICS if m.scope == "every"]  # the five every task has
@@ -303,7 +303,7 @@ def main() -> None:
             parser.error(f"--part {args.part}: K/N with 1 <= K <= N, e.g. 1/4")
         args.part = (k, n)
 
-    from lm_eval_dcpmi import paper
+    from lm_eval_dcpmi import _paper as paper
 
     started = time.perf_counter()
     lm, manager, model_args = load_model(args.batch_size, args.threads, args.model_args)

@@ -137,8 +137,8 @@ def _device_matmul_peak(
 def useful_flops(lm: Any, requests: Sequence[Any]) -> dict[str, float]:
     """What the sample needs: every prefix-tree token once through the layers (2 FLOPs a
     non-embedding parameter), the LM head at each scored position (2 x hidden x vocab)."""
-    from lm_eval_dcpmi.hf_prefix.schedule import Pass, plan, unique_pairs
-    from lm_eval_dcpmi.hf_prefix.tree import build_tree, tree_tokens
+    from lm_eval_dcpmi.hf_prefix._schedule import Pass, plan, unique_pairs
+    from lm_eval_dcpmi.hf_prefix._tree import build_tree, tree_tokens
 
     pairs = list(unique_pairs(requests))
     tree = build_tree(pairs)
@@ -226,7 +226,7 @@ def load_model(
     from lm_eval.tasks import TaskManager
 
     from lm_eval_dcpmi import embedded, task_configs_dir
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     model_args = embedded.model_args()
     extra_args = dict(item.split("=", 1) for item in extra.split(",") if item)  # k=v,k=v

@@ -90,7 +90,7 @@ def worker(args: Any) -> dict[str, Any]:
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     requests = json.loads(args.requests_file.read_text())
     pairs = [tuple(pair) for pair in requests["pairs"]]
@@ -206,8 +206,8 @@ def compare(requests: dict[str, Any], a: dict[str, Any], b: dict[str, Any]) -> d
     """Largest |difference| of a loglikelihood between two runs, and whether every
     document's pick under every per-document method agrees (and greedy flags); a document
     whose picks differ is named with the methods they differ under."""
-    from lm_eval_dcpmi.rules.layout import Layout
-    from lm_eval_dcpmi.rules.scoring import DocumentScores, predictions
+    from lm_eval_dcpmi.rules._layout import Layout
+    from lm_eval_dcpmi.rules._scoring import DocumentScores, predictions
 
     x, y = a["loglikelihoods"], b["loglikelihoods"]
     largest = max(abs(p - q) for p, q in zip(x, y, strict=True))

@@ -76,7 +76,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 def summary(folder: Path) -> dict[str, Any]:
     """The records of ``folder`` joined per task (parts summed when all are there)."""
-    from lm_eval_dcpmi import paper
+    from lm_eval_dcpmi import _paper as paper
 
     by_task: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(folder.glob("*.json")):

@@ -14,7 +14,7 @@ calls the hook of that name here (this module never imports that one back):
 * ``patch_evaluator``: before ``simple_evaluate`` builds the model, the embedded model's
   file is parsed once per process instead of six times when the model arguments name it
   (``embedded.parse_once``: ~13 s of every load), and with ``use_cache`` an answer cache
-  recorded for another model is refused (``leaderboard.answer_cache``); lm-eval 0.5.0.dev1
+  recorded for another model is refused (``_harness._answer_cache``); lm-eval 0.5.0.dev1
   logs the true document ids under ``--samples``; a served model must return prompt
   log-probabilities for a DC-PMI task;
 * ``on_lm_eval_cli``: under lm-eval's command line only, a ``DCPMIError`` ends the
@@ -28,7 +28,7 @@ does not know) warns once, and from then on lm-eval runs as if the plugin were a
 ``dcpmi run`` (``lm_eval_dcpmi_autoload.install``) wants the error itself: ``fail_loudly``.
 
 What this touches of lm-eval (``TaskManager.__init__`` and its ``include_path``, the
-model registry) goes through ``harness.index`` and ``harness.models``.
+model registry) goes through ``_harness._index`` and ``_harness._models``.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def run_hook(hook: str, module: ModuleType | None, what: str) -> None:
 def patch_task_manager(module: ModuleType) -> None:
     """Wrap ``TaskManager.__init__``: the plugin's tasks and the extra folders are always
     indexed, and ``derive`` learns which derived YAMLs the new manager indexed."""
-    from lm_eval_dcpmi.harness.index import wrap_task_manager_init
+    from lm_eval_dcpmi._harness import wrap_task_manager_init
 
     wrap_task_manager_init(
         module.TaskManager,
@@ -135,20 +135,20 @@ def _include_path(given: object) -> list:
 
 
 def _note_task_manager(manager: object) -> None:
-    from lm_eval_dcpmi.tasks.derive import note_task_manager
+    from lm_eval_dcpmi.task import note_task_manager
 
     note_task_manager(manager)
 
 
 # The plugin's model backends: name -> "module:Class", as pyproject.toml's `lm_eval.models`
 # entry points declare them (tests/test_registration.py compares the two).
-MODELS = {"hf-prefix": "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"}
+MODELS = {"hf-prefix": "lm_eval_dcpmi.hf_prefix:PrefixHFLM"}
 
 
 def register_models(_models: ModuleType) -> None:
     """Register the plugin's model backends by name, without importing them yet; an lm-eval
     that reads the ``lm_eval.models`` entry points registers them itself."""
-    from lm_eval_dcpmi.harness.models import reads_plugin_entry_points, register_model
+    from lm_eval_dcpmi._harness import reads_plugin_entry_points, register_model
 
     if reads_plugin_entry_points():
         return
@@ -159,13 +159,16 @@ def register_models(_models: ModuleType) -> None:
 def patch_evaluator(evaluator: ModuleType) -> None:
     """Before ``simple_evaluate`` builds a model: the embedded model's file is parsed once
     (``embedded.parse_once``), and with ``use_cache`` the answer cache must be this model's
-    (``leaderboard.answer_cache``), in plain ``lm_eval`` and the Python API as in ``dcpmi
+    (``_harness._answer_cache``), in plain ``lm_eval`` and the Python API as in ``dcpmi
     run``. lm-eval 0.5.0.dev1's samples name their true documents under ``--samples``
-    (``harness.runs.true_doc_ids_in_logged_samples``). And a DC-PMI task scored through a
+    (``_harness._runs.true_doc_ids_in_logged_samples``). And a DC-PMI task scored through a
     served model first checks that the server returns prompt log-probabilities
-    (``harness.servers``). lm-eval has no hook of its own for any of them."""
-    from lm_eval_dcpmi.harness.runs import before_simple_evaluate, true_doc_ids_in_logged_samples
-    from lm_eval_dcpmi.harness.servers import check_servers_before_evaluate
+    (``_harness._servers``). lm-eval has no hook of its own for any of them."""
+    from lm_eval_dcpmi._harness import (
+        before_simple_evaluate,
+        check_servers_before_evaluate,
+        true_doc_ids_in_logged_samples,
+    )
 
     before_simple_evaluate(evaluator, _before_simple_evaluate, enabled=plugin_on)
     true_doc_ids_in_logged_samples(evaluator)
@@ -173,7 +176,7 @@ def patch_evaluator(evaluator: ModuleType) -> None:
 
 
 def _is_dcpmi_task(task: object) -> bool:
-    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
+    from lm_eval_dcpmi.task import DCPMITask
 
     return isinstance(task, DCPMITask)
 
@@ -182,8 +185,7 @@ def _before_simple_evaluate(model: str, model_args: object, use_cache: object) -
     from types import SimpleNamespace
 
     from lm_eval_dcpmi import embedded
-    from lm_eval_dcpmi.harness.model_args import parse_model_args
-    from lm_eval_dcpmi.leaderboard.answer_cache import check_cache_owner
+    from lm_eval_dcpmi._harness import check_cache_owner, parse_model_args
 
     args = parse_model_args(model_args)
     if embedded.is_embedded_file(args.get("pretrained"), args.get("gguf_file")):

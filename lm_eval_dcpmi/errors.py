@@ -6,6 +6,18 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "DCPMIConfigError",
+    "DCPMIError",
+    "DataError",
+    "cause_of",
+    "install_excepthook",
+    "offline_errors",
+    "offline_fix",
+    "one_line",
+    "printable",
+]
+
 
 class DCPMIError(ValueError):
     """Bad input (data file, task config, option): the message names it and how to fix it."""

@@ -1,4 +1,4 @@
-"""Add the measures (PMA: ``scoring.MEASURES``) to committed results written before the
+"""Add the measures (PMA: ``rules._scoring.MEASURES``) to committed results written before the
 plugin reported them, from their own logged loglikelihoods: no document is scored again.
 
     DCPMI_DATA_DIR=../shared/data .venv/bin/python scripts/add_measures.py results/full
@@ -21,12 +21,12 @@ from pathlib import Path
 
 from make_results import write_samples_gz
 
-from lm_eval_dcpmi.json_files import read_json, write_json
-from lm_eval_dcpmi.leaderboard.recompute import mean_stderr
-from lm_eval_dcpmi.leaderboard.submission import read_submission, results_files
-from lm_eval_dcpmi.leaderboard.verify import VerifyOptions, verify_submission
-from lm_eval_dcpmi.report.samples import read_samples
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi._json_files import read_json, write_json
+from lm_eval_dcpmi.report._samples import read_samples
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.verification._recompute import mean_stderr
+from lm_eval_dcpmi.verification._submission import read_submission, results_files
+from lm_eval_dcpmi.verification._verify import VerifyOptions, verify_submission
 
 
 def add_measures(results_file: Path, data_dir: str | None = None) -> list[Path]:

@@ -30,8 +30,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lm_eval_dcpmi.harness.logged import logged_loglikelihood  # noqa: E402
-from lm_eval_dcpmi.report.samples import read_samples  # noqa: E402
+from lm_eval_dcpmi._harness._logged import logged_loglikelihood  # noqa: E402
+from lm_eval_dcpmi.report._samples import read_samples  # noqa: E402
 
 DEFAULT_TASKS = "dcpmi_copa,dcpmi_race_m,dcpmi_sst2"
 # Loglikelihoods may differ in the last bits when lm-eval batches the requests otherwise.

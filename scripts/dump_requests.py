@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from lm_eval_dcpmi.rules import scoring  # noqa: E402  (after the offline switches)
+from lm_eval_dcpmi.rules import _scoring as scoring  # noqa: E402  (after the offline switches)
 
 
 def fake_loglikelihood(arguments: tuple) -> float:

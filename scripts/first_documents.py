@@ -21,7 +21,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-from lm_eval_dcpmi.data import folders  # noqa: E402  (after the offline switches)
+from lm_eval_dcpmi.data import _folders as folders  # noqa: E402  (after the offline switches)
 
 
 def first_documents(task: Any, n: int) -> dict[str, Any]:

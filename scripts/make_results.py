@@ -39,11 +39,11 @@ from results_pages import (
     write_reports,
 )
 
-from lm_eval_dcpmi.harness.model_args import recorded_model_args
-from lm_eval_dcpmi.json_files import read_json, write_json
-from lm_eval_dcpmi.leaderboard.identity import portable_results
-from lm_eval_dcpmi.report.results import METHODS
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi._harness._model_args import recorded_model_args
+from lm_eval_dcpmi._identity import portable_results
+from lm_eval_dcpmi._json_files import read_json, write_json
+from lm_eval_dcpmi.report._results import METHODS
+from lm_eval_dcpmi.rules import _scoring as scoring
 
 # What a trimmed sample keeps: its identity and every per-document metric value.
 KEPT = ("doc_id", "filter", "target", *METHODS, *scoring.COUNTS)

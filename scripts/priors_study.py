@@ -22,7 +22,7 @@ is-greedy flag but no prompt. So, per task:
    --use_cache FOLDER/answers/<task> --log_samples``, into ``FOLDER/runs/<task>`` (a run is
    written beside it and renamed when it ends well: a task already there is skipped, so
    the same command resumes). ``--quick N`` picks the documents step 1 picked
-   (``quick_look.spread_indices``; every document of a smaller split).
+   (``task._quick_look.spread_indices``; every document of a smaller split).
 3. **Check**: every request of the run that step 1 answered logs that very answer (the
    run took it from the cache), and every one of them was asked.
 4. ``--commit``: ``results/priors`` is replaced by these runs (``make_results.add_run``),
@@ -48,18 +48,18 @@ from make_results import add_run
 from results_pages import ROOT
 from score_parts import run_child
 
-from lm_eval_dcpmi import paper
-from lm_eval_dcpmi.cli.lm_eval_options import embedded_model_args
-from lm_eval_dcpmi.leaderboard.against_data import (
+from lm_eval_dcpmi import _paper as paper
+from lm_eval_dcpmi._harness._answer_cache import CACHE_OWNER_SUFFIX, cache_owner
+from lm_eval_dcpmi.cli._lm_eval_options import embedded_model_args
+from lm_eval_dcpmi.task._quick_look import spread_indices
+from lm_eval_dcpmi.verification._against_data import (
     data_findings,
     document_findings,
     premise_findings,
 )
-from lm_eval_dcpmi.leaderboard.answer_cache import CACHE_OWNER_SUFFIX, cache_owner
-from lm_eval_dcpmi.leaderboard.rebuild import build_options, rebuild_task
-from lm_eval_dcpmi.leaderboard.recompute import TokenCounts, score_documents, task_samples
-from lm_eval_dcpmi.leaderboard.submission import read_submission, results_files
-from lm_eval_dcpmi.tasks.quick_look import spread_indices
+from lm_eval_dcpmi.verification._rebuild import build_options, rebuild_task
+from lm_eval_dcpmi.verification._recompute import TokenCounts, score_documents, task_samples
+from lm_eval_dcpmi.verification._submission import read_submission, results_files
 
 DCPMI = str(Path(sys.executable).with_name("dcpmi"))
 FULL = ROOT / "results" / "full"
@@ -203,7 +203,7 @@ def check_run(name: str, run: Path, found: dict[tuple[str, str], list[Any]]) -> 
 def estimate(name: str, chosen: list[int], found: dict[tuple[str, str], list[Any]]) -> int:
     """Tokens ``hf-prefix`` forwards for the requests of ``name`` not in ``found``."""
     from lm_eval_dcpmi import embedded
-    from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
+    from lm_eval_dcpmi.task._tokens import counter_for_metadata
 
     args = embedded.model_args()
     rebuilt = rebuild_task(name, args, build_options({}, name, lambda: None), chosen)

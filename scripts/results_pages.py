@@ -30,12 +30,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lm_eval_dcpmi import paper, report
-from lm_eval_dcpmi.report import comparisons, competition, studies
-from lm_eval_dcpmi.report.figures import competition_figure_name, figure_name
-from lm_eval_dcpmi.report.formatting import value_text
-from lm_eval_dcpmi.report.output import FORMATS, write_outputs
-from lm_eval_dcpmi.report.results import METHODS, RunResults, number
+from lm_eval_dcpmi import _paper as paper
+from lm_eval_dcpmi import report
+from lm_eval_dcpmi.report import (
+    _comparisons as comparisons,
+)
+from lm_eval_dcpmi.report import (
+    _competition as competition,
+)
+from lm_eval_dcpmi.report import (
+    _studies as studies,
+)
+from lm_eval_dcpmi.report._figures import competition_figure_name, figure_name
+from lm_eval_dcpmi.report._formatting import value_text
+from lm_eval_dcpmi.report._output import FORMATS, write_outputs
+from lm_eval_dcpmi.report._results import METHODS, RunResults, number
 
 # The repository's root: the pages are a checkout's (docs/, README.md, results/).
 ROOT = Path(__file__).resolve().parents[1]

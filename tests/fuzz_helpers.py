@@ -34,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.rules import _scoring as scoring
 
 WORKER = Path(__file__).with_name("fuzz_worker.py")
 
@@ -210,7 +210,7 @@ def number(value: Any) -> float | None:
 
 
 def same_number(a: float | None, b: float | None) -> bool:
-    """Equal within the project's tolerance (``leaderboard.recompute.close``)."""
+    """Equal within the project's tolerance (``verification._recompute.close_enough``)."""
     if a is None or b is None:
         return a is b
     if not (math.isfinite(a) and math.isfinite(b)):

@@ -23,7 +23,7 @@ import yaml
 from lm_eval_dcpmi import embedded
 
 if TYPE_CHECKING:
-    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
+    from lm_eval_dcpmi.task._dcpmi_task import DCPMITask
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -128,7 +128,7 @@ def tiny_dataset(docs=None):
 
 
 def make_task(docs=None, **overrides) -> DCPMITask:
-    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
+    from lm_eval_dcpmi.task._dcpmi_task import DCPMITask
 
     config = {
         "task": "tiny_dcpmi",

@@ -1,6 +1,6 @@
 """The per-document metrics recomputed from logged loglikelihoods, for the tests.
 
-Written apart from ``lm_eval_dcpmi.rules.scoring`` on purpose: a test that checks logged metrics
+Written apart from ``lm_eval_dcpmi.rules._scoring`` on purpose: a test that checks logged metrics
 against the code that logged them cannot catch a bug in that code. Plain Python, the
 paper's rules read off the spec: the highest score wins, a tie goes to the lowest option
 index, and NaN or -inf is no score (a method left with none counts the document wrong and

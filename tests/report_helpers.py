@@ -7,8 +7,8 @@ import json
 import struct
 from pathlib import Path
 
-from lm_eval_dcpmi.report import looks
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.report import _looks as looks
+from lm_eval_dcpmi.rules import _scoring as scoring
 
 STAMP = "2026-01-01T00-00-00"
 
@@ -67,7 +67,7 @@ def results_dict(rows: dict[str, dict], model: str = "gpt2", groups=None, limit=
 # The paper's five methods, whose columns the report tests check; a rule added to the table
 # (a throwaway one, tests/test_one_rule_one_row.py) adds columns these tests leave out.
 PAPER = ("acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi")
-OTHER_COLUMNS = {looks.label(m) for m in scoring.METHODS if m not in PAPER}
+OTHER_COLUMNS = {looks.metric_label(m) for m in scoring.METHODS if m not in PAPER}
 
 
 def md_rows(markdown: str) -> dict[str, list[str]]:

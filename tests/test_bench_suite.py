@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
-from lm_eval_dcpmi import paper
+from lm_eval_dcpmi import _paper as paper
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_suite  # noqa: E402

@@ -17,7 +17,7 @@ import pytest
 from helpers import TOLERANCE, tiny_model
 from recompute import expected_cc, expected_metrics
 
-from lm_eval_dcpmi.report.samples import task_layout
+from lm_eval_dcpmi.report._samples import task_layout
 
 MAX_LENGTH = 160  # COPA and SST-2 fit; a RACE-H article does not
 TASKS = ["dcpmi_copa", "dcpmi_sst2", "dcpmi_race_h", "dcpmi_hellaswag", "dcpmi_arc_easy"]
@@ -56,7 +56,7 @@ def test_the_tokenizer_adds_bos(bos):
 
 
 def test_every_requests_token_counts_are_lm_evals(bos):
-    from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
+    from lm_eval_dcpmi.task._tokens import counter_for_metadata
 
     hf, args, manager = bos
     counter = counter_for_metadata(args)
@@ -95,7 +95,7 @@ def test_runs_recompute_with_lm_evals_split(bos, backend):
     loglikelihoods are hf's."""
     import lm_eval
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     hf, args, manager = bos
     model = hf

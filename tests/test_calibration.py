@@ -5,8 +5,8 @@ import math
 import pytest
 from recompute import expected_bc, expected_cc
 
-from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.scoring import DocumentScores, accuracies, predictions
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.rules._scoring import DocumentScores, accuracies, predictions
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast

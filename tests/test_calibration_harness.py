@@ -10,8 +10,8 @@ import pytest
 from helpers import evaluate, load_task
 from recompute import expected_bc, expected_cc
 
-from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.layout import Layout
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.rules._layout import Layout
 
 # Every test here reads the evaluation data (skipped without it).
 pytestmark = pytest.mark.usefixtures("data_dir")

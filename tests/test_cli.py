@@ -21,11 +21,11 @@ from helpers import (
 )
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.cli import lm_eval_options
-from lm_eval_dcpmi.cli.run_options import split_run_options
+from lm_eval_dcpmi.cli import _lm_eval_options as lm_eval_options
+from lm_eval_dcpmi.cli._run_options import split_run_options
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.rules.scoring import ACCURACIES
-from lm_eval_dcpmi.tasks.derive import write_derived_tasks
+from lm_eval_dcpmi.rules._scoring import ACCURACIES
+from lm_eval_dcpmi.task._derive import write_derived_tasks
 
 # ------------------------------------------------------------------ parsing the option
 
@@ -78,7 +78,7 @@ def test_bad_option_is_one_line_and_status_2(capsys):
 def test_derived_yaml_is_the_by_name_form(tmp_path):
     from lm_eval.tasks._yaml_loader import load_yaml
 
-    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
+    from lm_eval_dcpmi.task._dcpmi_task import DCPMITask
 
     names = write_derived_tasks(
         [("arc_easy", "Answer:"), ("copa", "\n{{ x }}"), ("piqa", None)], tmp_path
@@ -209,7 +209,7 @@ def test_dcpmi_task_option_beside_its_base_with_one_shot(tmp_path):
 
 @pytest.mark.fast
 def test_hf_prefix_alone_takes_the_embedded_model():
-    from lm_eval_dcpmi.cli.lm_eval_options import embedded_model_args, lm_eval_argv
+    from lm_eval_dcpmi.cli._lm_eval_options import embedded_model_args, lm_eval_argv
 
     argv = lm_eval_argv(["--model", "hf-prefix", "--tasks", "dcpmi_copa"])
     assert argv[argv.index("--model_args") + 1] == embedded_model_args()

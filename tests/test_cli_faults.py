@@ -28,8 +28,9 @@ from helpers import (
 )
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.cli import lm_eval_options, run_steps
-from lm_eval_dcpmi.cli.run_options import split_run_options
+from lm_eval_dcpmi.cli import _lm_eval_options as lm_eval_options
+from lm_eval_dcpmi.cli import _run_steps as run_steps
+from lm_eval_dcpmi.cli._run_options import split_run_options
 from lm_eval_dcpmi.errors import DCPMIError
 
 MODEL = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]

@@ -3,7 +3,7 @@
 import pytest
 from helpers import load_task, request_pairs
 
-from lm_eval_dcpmi.data import loaders as data
+from lm_eval_dcpmi.data import _loaders as data
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,9 @@ from helpers import QUIZ_TEST, embedded_model_args, write_quiz_task
 from recompute import expected_metrics
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.rules.layout import conditional_and_domain
-from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
-from lm_eval_dcpmi.tasks.tokens import counter_for_metadata
+from lm_eval_dcpmi.rules._layout import conditional_and_domain
+from lm_eval_dcpmi.rules._scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.task._tokens import counter_for_metadata
 
 # The user's existing task: nothing DC-PMI about it.
 BASE = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.data import loaders as data
+from lm_eval_dcpmi.data import _loaders as data
 from lm_eval_dcpmi.errors import DataError
 
 AGNEWS_HEADER = "Class Index,Title,Description\n"

@@ -1,4 +1,4 @@
-"""A dataset is one folder: ``task_configs/<dataset>/`` (see lm_eval_dcpmi/data/folders.py).
+"""A dataset is one folder: ``task_configs/<dataset>/`` (see lm_eval_dcpmi/data/_folders.py).
 
 The folders hold everything about their dataset; what is written elsewhere (the groups'
 task lists, docs/tasks.md's counts) is checked against them here. On the real files: each
@@ -27,8 +27,9 @@ from helpers import (
     run_in_copy,
 )
 
-from lm_eval_dcpmi import paper
-from lm_eval_dcpmi.data import folders, records
+from lm_eval_dcpmi import _paper as paper
+from lm_eval_dcpmi.data import _folders as folders
+from lm_eval_dcpmi.data import _records as records
 
 TASK_CONFIGS = ROOT / "task_configs"
 FOLDERS = folders.dataset_folders(TASK_CONFIGS)
@@ -163,8 +164,8 @@ domain_premise: "\\n A:"
     "dataset.py": '''\
 """Toy yes/no questions: a throwaway dataset (tests/test_dataset_folders.py)."""
 
-from lm_eval_dcpmi.data.folders import Upstream
-from lm_eval_dcpmi.data.records import Row, index_in, nonempty
+from lm_eval_dcpmi.data._folders import Upstream
+from lm_eval_dcpmi.data._records import Row, index_in, nonempty
 
 FILES = {"toy/questions.jsonl": Upstream("https://example.org/toy/questions.jsonl")}
 

@@ -10,9 +10,9 @@ from helpers import DOCS, embedded_model_args, load_task, make_task
 from lm_eval.api.instance import Instance
 
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
-from lm_eval_dcpmi.tasks.tokens import token_counter_for
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.task._dcpmi_task import DCPMITask
+from lm_eval_dcpmi.task._tokens import token_counter_for
 
 
 def test_token_counts_follow_the_harness_split(task_manager, hf_lm):
@@ -183,7 +183,7 @@ def test_documents_without_finite_scores_are_counted_wrong_with_one_warning(capl
     task = make_task()
     task.build_all_requests(limit=2)
     no_score = [(float("-inf"), False)] * 2 + [(-1.0, False), (-2.0, False)]
-    with caplog.at_level("WARNING", logger="lm_eval_dcpmi.tasks.dcpmi_task"):
+    with caplog.at_level("WARNING", logger="lm_eval_dcpmi.task._dcpmi_task"):
         first = task.process_results(task.eval_docs[0], no_score)  # gold 0
         second = task.process_results(task.eval_docs[1], [(float("nan"), False)] * 4)
     # gold is option 0, yet LM must not "pick" it: no finite score, no prediction
@@ -309,7 +309,7 @@ def test_an_option_far_longer_than_the_window_stops_the_task_build():
 
 @pytest.mark.fast
 def test_several_processes_that_each_score_everything_are_warned_once(monkeypatch, caplog):
-    from lm_eval_dcpmi.tasks import dcpmi_task as task_module
+    from lm_eval_dcpmi.task import _dcpmi_task as task_module
 
     def warnings() -> list[str]:
         found = [r.getMessage() for r in caplog.records]
@@ -336,7 +336,7 @@ def test_several_processes_that_each_score_everything_are_warned_once(monkeypatc
 def test_each_premise_is_rendered_once_and_the_requests_use_the_checked_strings(monkeypatch):
     # A Jinja domain premise over the document: the checks at task build render it for
     # every document; building the requests renders none again and uses those strings.
-    from lm_eval_dcpmi.tasks import rendering
+    from lm_eval_dcpmi.task import _rendering as rendering
 
     calls = []
     render = rendering.premise_text

@@ -16,10 +16,10 @@ import yaml
 from helpers import LM_EVAL_05, ROOT, bare, request_pairs, tasks_by_name, write_quiz_task
 
 from lm_eval_dcpmi import task_configs_dir
+from lm_eval_dcpmi._harness._index import task_index
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.harness.index import task_index
-from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
-from lm_eval_dcpmi.tasks.derive import with_base_task
+from lm_eval_dcpmi.task._dcpmi_task import DCPMITask
+from lm_eval_dcpmi.task._derive import with_base_task
 
 READY_MADE = task_configs_dir() / "lm_eval"
 

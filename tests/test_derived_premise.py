@@ -20,8 +20,9 @@ from helpers import DESCRIPTION, PREMISE, run_dcpmi, tiny_model, write_quiz
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.tasks import premise_digest, references
-from lm_eval_dcpmi.tasks.references import ReferenceContext
+from lm_eval_dcpmi.task import _premise_digest as premise_digest
+from lm_eval_dcpmi.task import _references as references
+from lm_eval_dcpmi.task._references import ReferenceContext
 
 DERIVED = "DC-PMI (last-word premise)"
 ANNOUNCEMENT = (
@@ -83,8 +84,8 @@ def test_a_derived_premise_is_recorded_by_its_rule_with_a_digest_of_its_own():
 def test_the_report_notes_dcpmi_under_the_derived_premise():
     from report_helpers import entry, results_dict
 
-    from lm_eval_dcpmi.report.results import run_from_dict
-    from lm_eval_dcpmi.report.tables import markdown_report
+    from lm_eval_dcpmi.report._results import run_from_dict
+    from lm_eval_dcpmi.report._tables import markdown_report
 
     data = results_dict(
         {t: entry(0.3, 0.4, 0.45, 0.5, norm=0.42) for t in ("quiz_dcpmi", "piqa_dcpmi", "mine")}
@@ -130,9 +131,9 @@ def domain_pairs(task, doc_id: int) -> list[tuple[str, str]]:
 def test_a_base_task_yaml_without_premise_takes_each_documents_last_word(tmp_path, caplog):
     folder = write_quiz(tmp_path / "tasks", by_name=False)
     (folder / "quiz_dcpmi.yaml").write_text(NO_PREMISE_YAML)
-    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.derive"):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.task._derive"):
         task = load(folder, "quiz_dcpmi")
-    said = [r.getMessage() for r in caplog.records if r.name == "lm_eval_dcpmi.tasks.derive"]
+    said = [r.getMessage() for r in caplog.records if r.name == "lm_eval_dcpmi.task._derive"]
     assert said == [
         ANNOUNCEMENT.format(
             task="quiz_dcpmi",
@@ -163,14 +164,14 @@ def test_a_written_domain_premise_always_wins(tmp_path, caplog):
             "base_task: quiz", "base_task: quiz_written"
         )
     )
-    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.derive"):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.task._derive"):
         for name in ("quiz_dcpmi", "quiz_again"):  # the base's written premise is inherited
             task = load(folder, name)
             assert domain_pairs(task, 0)[0] == (DESCRIPTION + PREMISE, " => white")
             metadata = task.dump_config()["metadata"]
             assert metadata["domain_premise"] == PREMISE
             assert "domain_premise_derived" not in metadata
-    assert not [r for r in caplog.records if r.name == "lm_eval_dcpmi.tasks.derive"]
+    assert not [r for r in caplog.records if r.name == "lm_eval_dcpmi.task._derive"]
 
 
 def quiz_with_question(tmp_path: Path, question: str) -> Path:
@@ -206,7 +207,7 @@ def test_an_empty_premise_is_refused_naming_the_document(tmp_path):
 
 @pytest.mark.fast
 def test_a_premise_that_is_no_text_has_no_last_word():
-    from lm_eval_dcpmi.tasks.rendering import _no_last_word
+    from lm_eval_dcpmi.task._rendering import _no_last_word
 
     # several inputs (Winogrande's form): doc_to_text gives the gold option's index
     assert "document 1: " + _no_last_word(0) == NO_LAST_WORD.format(found="is int 0, not a text")

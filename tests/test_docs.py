@@ -157,7 +157,7 @@ def test_readme_opens_with_the_two_commands():
 
 
 def test_add_run_keeps_what_the_report_reads_and_drops_the_prompts(tmp_path):
-    from lm_eval_dcpmi.report import load_results
+    from lm_eval_dcpmi.report._loading import load_results
 
     source = ten_document_run(tmp_path / "run")
     copa = source.with_name(f"samples_dcpmi_copa_{make_results_stamp(source)}.jsonl")
@@ -232,8 +232,9 @@ def test_the_documented_commands_are_what_the_parsers_take():
     """A command the README or docs/ show is one ``dcpmi`` and lm-eval accept as written:
     each subcommand's own parser, and for ``dcpmi run`` and ``lm_eval`` the plugin's options
     taken out and the rest read by lm-eval's parser (nothing runs)."""
-    from lm_eval_dcpmi.cli import SUBCOMMANDS, lm_eval_options
-    from lm_eval_dcpmi.cli.run_options import split_run_options
+    from lm_eval_dcpmi.cli import SUBCOMMANDS
+    from lm_eval_dcpmi.cli import _lm_eval_options as lm_eval_options
+    from lm_eval_dcpmi.cli._run_options import split_run_options
 
     commands = documented_commands()
     assert len(commands) > 20 and {argv[1] for _page, argv in commands} >= {"run", "verify"}

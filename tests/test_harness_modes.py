@@ -18,10 +18,10 @@ from lm_eval.tasks import TaskManager
 from recompute import expected_metrics
 
 from lm_eval_dcpmi import task_configs_dir
+from lm_eval_dcpmi._harness._logged import logged_loglikelihood
 from lm_eval_dcpmi.errors import DCPMIConfigError
-from lm_eval_dcpmi.harness.logged import logged_loglikelihood
-from lm_eval_dcpmi.rules.layout import conditional_and_domain
-from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS, batch_calibrated
+from lm_eval_dcpmi.rules._layout import conditional_and_domain
+from lm_eval_dcpmi.rules._scoring import ACCURACIES, COUNTS, batch_calibrated
 
 SYSTEM = "You complete sentences about causes and effects."
 

@@ -1,6 +1,6 @@
-"""Only ``lm_eval_dcpmi/harness/`` uses lm-eval beyond its public names (no model, no data).
+"""Only ``lm_eval_dcpmi/_harness/`` uses lm-eval beyond its public names (no model, no data).
 
-Every module of ``lm_eval_dcpmi`` outside ``harness/`` (and ``lm_eval_dcpmi_autoload.py``)
+Every module of ``lm_eval_dcpmi`` outside ``_harness/`` (and ``lm_eval_dcpmi_autoload.py``)
 is parsed with ``ast``; every import of lm-eval, at module level or inside a function, must
 name one of ``PUBLIC``, and no attribute may name one of the lm-eval internals the seam
 wraps (``INTERNALS``).
@@ -16,7 +16,7 @@ import pytest
 pytestmark = pytest.mark.fast
 
 ROOT = Path(__file__).resolve().parents[1]
-SEAM = ROOT / "lm_eval_dcpmi" / "harness"
+SEAM = ROOT / "lm_eval_dcpmi" / "_harness"
 
 # lm-eval's public names the rest of the plugin may import: module -> names.
 PUBLIC = {
@@ -27,12 +27,12 @@ PUBLIC = {
 }
 # Attributes of lm-eval's objects that only the seam reads or sets.
 INTERNALS = {
-    "multiple_input",  # harness.configurable_task.multiple_inputs / single_input
-    "doc_to_prefix",  # harness.configurable_task.gen_prefix
-    "rnd",  # harness.configurable_task.fewshot_random
-    "resps",  # harness.configurable_task.loglikelihood_answer
-    "task_index",  # harness.index
-    "_loglikelihood_tokens",  # harness.hflm.HookedHFLM
+    "multiple_input",  # _harness._configurable_task.multiple_inputs / single_input
+    "doc_to_prefix",  # _harness._configurable_task.gen_prefix
+    "rnd",  # _harness._configurable_task.fewshot_random
+    "resps",  # _harness._configurable_task.loglikelihood_answer
+    "task_index",  # _harness._index
+    "_loglikelihood_tokens",  # _harness._hflm.HookedHFLM
     "_detect_batch_size",
 }
 
@@ -67,7 +67,7 @@ def violations(path: Path, root: Path = ROOT) -> list[str]:
 
 def test_the_plugin_uses_lm_evals_internals_only_through_the_seam() -> None:
     found = [line for path in outside_the_seam() for line in violations(path)]
-    assert found == [], "lm-eval internals outside lm_eval_dcpmi/harness/:\n" + "\n".join(found)
+    assert found == [], "lm-eval internals outside lm_eval_dcpmi/_harness/:\n" + "\n".join(found)
 
 
 def test_the_scan_finds_private_imports_and_internal_attributes(tmp_path: Path) -> None:
@@ -99,14 +99,14 @@ def test_lm_eval_compat_is_folded_into_the_seam() -> None:
     described = (SEAM / "__init__.py").read_text(encoding="utf-8")
     for path in sorted(SEAM.glob("*.py")):
         if path.name != "__init__.py":
-            assert f"``{path.stem}``" in described, f"harness/__init__.py names no {path.stem}"
+            assert f"``{path.stem}``" in described, f"_harness/__init__.py names no {path.stem}"
 
 
 def test_lm_evals_custom_dataset_advice_is_quiet_for_the_plugins_tasks_only(caplog) -> None:
     import logging
 
-    import lm_eval_dcpmi.tasks.dcpmi_task  # noqa: F401  (it sets the filter up)
-    from lm_eval_dcpmi.harness.configurable_task import TASK_LOGGERS
+    import lm_eval_dcpmi.task._dcpmi_task  # noqa: F401  (it sets the filter up)
+    from lm_eval_dcpmi._harness._configurable_task import TASK_LOGGERS
 
     advice = (  # lm-eval 0.4.13, ConfigurableTask.download
         ": Custom kwargs can be passed to `--metadata` in console (as json string) or to the "
@@ -124,7 +124,7 @@ def test_lm_evals_custom_dataset_advice_is_quiet_for_the_plugins_tasks_only(capl
 
 
 def test_a_logged_loglikelihood_as_each_lm_eval_release_writes_it() -> None:
-    from lm_eval_dcpmi.harness.logged import logged_loglikelihood
+    from lm_eval_dcpmi._harness._logged import logged_loglikelihood
 
     assert logged_loglikelihood(["-10.19205093383789", "False"]) == "-10.19205093383789"  # 0.4
     assert logged_loglikelihood([["-10.19205093383789", "False"]]) == "-10.19205093383789"
@@ -134,7 +134,7 @@ def test_a_logged_loglikelihood_as_each_lm_eval_release_writes_it() -> None:
 def test_a_template_error_as_the_template_raised_it() -> None:
     import jinja2
 
-    from lm_eval_dcpmi.harness.templates import template_error
+    from lm_eval_dcpmi._harness._templates import template_error
 
     undefined = jinja2.UndefinedError("'premise' is undefined")
     try:  # lm-eval 0.5.0.dev1's apply_template wraps what the template raised

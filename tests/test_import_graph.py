@@ -3,7 +3,9 @@
 Every module of ``lm_eval_dcpmi`` and the start-up module ``lm_eval_dcpmi_autoload.py`` is
 parsed with ``ast``; every import counts, at module level or inside a function (and under
 ``TYPE_CHECKING``). ``from a import b`` imports ``a.b`` when ``b`` is a submodule of ``a``,
-else ``a``; importing ``a.b`` is not counted as importing ``a``'s ``__init__``.
+``a._m`` when ``a``'s ``__init__`` exports ``b`` from its private module ``_m``
+(``_EXPORTS``: the package loads it on first use), else ``a``; importing ``a.b`` is not
+counted as importing ``a``'s ``__init__``.
 
     python tests/test_import_graph.py [REPOSITORY]   # check another checkout's tree
 """
@@ -11,6 +13,7 @@ else ``a``; importing ``a.b`` is not counted as importing ``a``'s ``__init__``.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -37,7 +40,27 @@ def modules(root: Path) -> dict[str, Path]:
     return found
 
 
-def _imported(node: ast.AST, module: str, is_package: bool, known: set[str]) -> list[str]:
+def package_exports(root: Path) -> dict[str, dict[str, str]]:
+    """Package -> its ``_EXPORTS`` (public name -> private module), read from the AST of
+    each ``__init__.py`` of the package."""
+    found = {}
+    for name, path in modules(root).items():
+        if path.name != "__init__.py":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            if targets == ["_EXPORTS"]:
+                found[name] = ast.literal_eval(node.value)
+    return found
+
+
+def _imported(
+    node: ast.AST,
+    module: str,
+    is_package: bool,
+    known: set[str],
+    exports: dict[str, dict[str, str]] | None = None,
+) -> list[str]:
     """The names of the modules one import statement imports (ours or not)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
@@ -52,6 +75,9 @@ def _imported(node: ast.AST, module: str, is_package: bool, known: set[str]) -> 
     names = []
     for alias in node.names:
         submodule = f"{base}.{alias.name}"
+        exported = (exports or {}).get(base, {}).get(alias.name)
+        if submodule not in known and exported is not None:
+            submodule = f"{base}.{exported}"
         names.append(submodule if submodule in known else base)
     return names
 
@@ -60,13 +86,14 @@ def import_graph(root: Path) -> tuple[dict[str, set[str]], list[str]]:
     """Module -> the package's modules it imports; and the imports of ours naming no module."""
     found = modules(root)
     known = set(found)
+    exports = package_exports(root)
     graph: dict[str, set[str]] = {name: set() for name in found}
     unknown = []
     for name, path in found.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         is_package = path.name == "__init__.py"
         for node in ast.walk(tree):
-            for target in _imported(node, name, is_package, known):
+            for target in _imported(node, name, is_package, known, exports):
                 ours = target == PACKAGE or target.startswith(f"{PACKAGE}.")
                 if target in known:
                     if target != name:
@@ -114,22 +141,25 @@ def test_no_import_cycle():
 # top-level module; development.md's map shows the same order.
 LAYERS = (
     "lm_eval_dcpmi",  # __init__: task_configs_dir, __version__
+    "lm_eval_dcpmi._exports",  # the packages' lazy public names
     "lm_eval_dcpmi.errors",
-    "lm_eval_dcpmi.json_files",
+    "lm_eval_dcpmi._json_files",
     "lm_eval_dcpmi.embedded",
-    "lm_eval_dcpmi.paper",
-    "lm_eval_dcpmi.harness",  # the one seam to lm-eval's internals
+    "lm_eval_dcpmi._paper",
     "lm_eval_dcpmi.data",
+    "lm_eval_dcpmi._identity",
+    "lm_eval_dcpmi._harness",  # the one seam to lm-eval's internals
     "lm_eval_dcpmi.rules",
-    "lm_eval_dcpmi.tasks",
+    "lm_eval_dcpmi.task",  # DCPMITask, the class path the YAMLs name, and its parts
     "lm_eval_dcpmi.hf_prefix",
     "lm_eval_dcpmi.report",
-    "lm_eval_dcpmi.leaderboard",
+    "lm_eval_dcpmi.verification",
+    "lm_eval_dcpmi.export",
+    "lm_eval_dcpmi.merging",
     "lm_eval_dcpmi._autoload",
     "lm_eval_dcpmi_autoload",  # what the start-up .pth imports
     "lm_eval_dcpmi.cli",
     "lm_eval_dcpmi.__main__",
-    "lm_eval_dcpmi.task",  # the class path the YAMLs name
 )
 
 
@@ -156,29 +186,103 @@ def test_no_import_points_back_up():
     assert arrows_up(graph) == []
     assert {part_of(m) for m in graph} == set(LAYERS)  # every part still holds a module
     # the check finds what it looks for
-    assert arrows_up({"lm_eval_dcpmi.rules.scoring": {"lm_eval_dcpmi.tasks.tokens"}}) == [
-        "lm_eval_dcpmi.rules.scoring -> lm_eval_dcpmi.tasks.tokens"
+    assert arrows_up({"lm_eval_dcpmi.rules._scoring": {"lm_eval_dcpmi.task._tokens"}}) == [
+        "lm_eval_dcpmi.rules._scoring -> lm_eval_dcpmi.task._tokens"
     ]
 
 
 def test_module_names_do_not_repeat():
-    # A name says what a module or subpackage is, once in the package. The one exception is
-    # a subcommand's module, cli/<subcommand>.py, named for the command it runs (the work
-    # is done where the other module of that name is).
+    # A name says what a module is, once in the package (a private module's leading `_`
+    # aside). The one exception is a subcommand's module, cli/_<subcommand>.py, named for the
+    # command it runs (the work is done where the other module of that name is); a package's
+    # own module may carry its name (export/_export.py).
     from lm_eval_dcpmi.cli import SUBCOMMANDS
 
+    found = modules(ROOT)
     leaves: dict[str, list[str]] = {}
-    for module in modules(ROOT):
-        if module.startswith(f"{PACKAGE}."):
-            leaves.setdefault(module.rsplit(".", 1)[-1], []).append(module)
-    subcommands = {f"{PACKAGE}.cli.{command.name}" for command in SUBCOMMANDS}
+    for module, path in found.items():
+        if module.startswith(f"{PACKAGE}.") and path.name != "__init__.py":
+            leaves.setdefault(module.rsplit(".", 1)[-1].lstrip("_"), []).append(module)
+    subcommands = {f"{PACKAGE}.cli._{command.name}" for command in SUBCOMMANDS}
     repeated = {
         name: found
         for name, found in leaves.items()
         if len([m for m in found if m not in subcommands]) > 1
     }
     assert repeated == {}
-    assert set(leaves["verify"]) == {f"{PACKAGE}.cli.verify", f"{PACKAGE}.leaderboard.verify"}
+    assert set(leaves["verify"]) == {f"{PACKAGE}.cli._verify", f"{PACKAGE}.verification._verify"}
+
+
+def owner_of(module: str) -> str | None:
+    """The package a private module (one with a ``_x`` part) belongs to: the part before its
+    last private name; None for a public module."""
+    parts = module.split(".")
+    private = [i for i, part in enumerate(parts) if part.startswith("_") and part[:2] != "__"]
+    return ".".join(parts[: private[-1]]) if private else None
+
+
+def private_imports(files: dict[str, Path], known: set[str]) -> list[str]:
+    """``file:line: importer -> module`` for each import that names a private module from
+    outside the package it belongs to (``files``: importer -> file)."""
+    found = []
+    for importer, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            for target in _imported(node, importer, path.name == "__init__.py", known):
+                owner = owner_of(target)
+                inside = owner is not None and (importer + ".").startswith(owner + ".")
+                companion = importer in TOP_LEVEL and target == f"{PACKAGE}._autoload"
+                if owner is not None and target.startswith(PACKAGE) and not inside:
+                    if not companion:
+                        found.append(f"{path.name}:{node.lineno}: {importer} -> {target}")
+    return found
+
+
+def test_private_modules_are_imported_only_inside_their_package(tmp_path):
+    """A module named ``_x`` is its package's own: the rest of the plugin, and the dataset
+    folders' code (task_configs/, shipped in the wheel), import the names the package's
+    ``__init__`` exports. Only the checkout's own tools, tests/, scripts/ and benchmarks/,
+    reach into private modules."""
+    found = modules(ROOT)
+    outside = {
+        f"task_configs.{path.relative_to(ROOT / 'task_configs').with_suffix('')}".replace(
+            "/", "."
+        ): path
+        for path in sorted((ROOT / "task_configs").rglob("*.py"))
+    }
+    assert len(outside) > 10
+    assert private_imports({**found, **outside}, set(found)) == []
+    # the check finds what it looks for
+    planted = tmp_path / "fixtures_import_graph.py"
+    planted.write_text("from lm_eval_dcpmi.rules._scoring import METRICS\n"
+                       "from lm_eval_dcpmi.rules import METRICS, _layout\n")  # fmt: skip
+    assert private_imports({"lm_eval_dcpmi.report._tables": planted}, set(found)) == [
+        "fixtures_import_graph.py:1: lm_eval_dcpmi.report._tables -> lm_eval_dcpmi.rules._scoring",
+        "fixtures_import_graph.py:2: lm_eval_dcpmi.report._tables -> lm_eval_dcpmi.rules._layout",
+    ]
+    assert private_imports({"lm_eval_dcpmi.rules._registry": planted}, set(found)) == []
+
+
+def test_each_package_exports_what_its_modules_define():
+    """Every name of a package's ``_EXPORTS`` is defined at the top of the private module it
+    names (a class, function, assignment or import there), and ``__all__`` lists them."""
+    exports = package_exports(ROOT)
+    assert {"lm_eval_dcpmi.task", "lm_eval_dcpmi.rules", "lm_eval_dcpmi._harness"} <= set(exports)
+    for package, names in exports.items():
+        for name, module in names.items():
+            path = modules(ROOT)[f"{package}.{module}"]
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            defined = set()
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+                    defined.add(node.name)
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    names = [t for target in targets for t in ast.walk(target)]
+                    defined |= {t.id for t in names if isinstance(t, ast.Name)}
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            assert name in defined, f"{package}: {name} is not defined in {module}"
 
 
 def test_every_import_of_ours_names_a_module():
@@ -210,7 +314,7 @@ def test_graph_sees_function_level_and_submodule_imports():
     graph, _ = import_graph(ROOT)
     # _autoload imports derive inside a function; lm_eval_dcpmi_autoload imports _autoload
     # inside one too, as `from lm_eval_dcpmi import _autoload` (a submodule)
-    assert "lm_eval_dcpmi.tasks.derive" in graph["lm_eval_dcpmi._autoload"]
+    assert "lm_eval_dcpmi.task._derive" in graph["lm_eval_dcpmi._autoload"]
     assert "lm_eval_dcpmi._autoload" in graph["lm_eval_dcpmi_autoload"]
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
@@ -221,3 +325,32 @@ if __name__ == "__main__":
     print("import cycle: " + " -> ".join(cycle) if cycle else "no import cycle")
     print("\n".join(unknown) or "every import of ours names a module")
     sys.exit(1 if cycle or unknown else 0)
+
+
+def test_the_docs_list_exactly_the_public_names():
+    """docs/harness.md's "The plugin's public names" lists, per public package or module,
+    exactly its ``__all__`` (read from the source: a literal list, or ``_EXPORTS``'s keys)."""
+    text = (ROOT / "docs" / "harness.md").read_text(encoding="utf-8")
+    section = text.split("### The plugin's public names\n", 1)[1].split("\n## ", 1)[0]
+    listed = {}
+    for line in section.splitlines():
+        if line.startswith("- `"):
+            name, _, names = line[3:].partition("`")
+            listed[name] = set(re.findall(r"`([^`]+)`", names.partition(":")[2]))
+    exports = package_exports(ROOT)
+    public = {}
+    candidates = {
+        module: path
+        for module, path in modules(ROOT).items()
+        if owner_of(module) is None and module not in TOP_LEVEL and not module.endswith("__main__")
+    }
+    for module, path in candidates.items():
+        if module in exports:
+            public[module] = set(exports[module])
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+            if targets == ["__all__"]:
+                public[module] = set(ast.literal_eval(node.value))
+    assert set(public) == set(candidates)  # every public module says what it offers
+    assert listed == public

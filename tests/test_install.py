@@ -33,8 +33,8 @@ import pytest
 from helpers import MISSING_DATA, OTHER_RELEASES, embedded_model_args_string
 
 from lm_eval_dcpmi import embedded
-from lm_eval_dcpmi.report.looks import LABELS
-from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS, MEASURES
+from lm_eval_dcpmi.report._looks import LABELS
+from lm_eval_dcpmi.rules._scoring import ACCURACIES, COUNTS, MEASURES
 
 ROOT = Path(__file__).resolve().parents[1]
 SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
@@ -228,7 +228,7 @@ def test_wheel_holds_the_task_yamls_and_the_start_up_hook(wheel_env):
     python = str(wheel_env / "bin" / "python")
     declared = json.loads(run([python, "-c", ENTRY_POINTS], cwd=wheel_env).stdout)
     assert declared == {
-        "lm_eval.models": {"hf-prefix": "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"},
+        "lm_eval.models": {"hf-prefix": "lm_eval_dcpmi.hf_prefix:PrefixHFLM"},
         "lm_eval.tasks": {"dcpmi": "lm_eval_dcpmi:task_configs_dir"},
         "console_scripts": {"dcpmi": "lm_eval_dcpmi.cli:main"},
     }

@@ -6,8 +6,8 @@ import doctest
 
 import pytest
 
-from lm_eval_dcpmi.rules import layout
-from lm_eval_dcpmi.rules.layout import conditional_and_domain, labelled
+from lm_eval_dcpmi.rules import _layout as layout
+from lm_eval_dcpmi.rules._layout import conditional_and_domain, labelled
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
@@ -81,7 +81,7 @@ def test_a_samples_reader_finds_the_options_and_the_carrier_from_the_continuatio
     assert free.n_options([" a", " a", " b", " b"] * 1 + [" a", " a", " b", " b"]) == (4, False)
     with pytest.raises(ValueError, match="not 2 or 5 blocks"):
         free.n_options([" a", " b", " b", " a"])
-    assert layout.DEFAULT.n_options([" x"] * 2) == (1, False)
+    assert layout.DEFAULT_LAYOUT.n_options([" x"] * 2) == (1, False)
     # an empty reference context's requests carry the premise's trailing whitespace (a
     # RACE question ending in "\n "): the same options, as the priors study logs them
     priors = layout.Layout(("domain", "empty"))

@@ -19,18 +19,18 @@ import yaml
 from helpers import ROOT, read_only_file_system
 
 from lm_eval_dcpmi import __version__, cli, embedded, task_configs_dir
-from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard.datasets import BENCHMARKS, parse_dataset_option
-from lm_eval_dcpmi.leaderboard.identity import (
+from lm_eval_dcpmi._identity import (
     EMBEDDED_ID,
     check_hub_id,
     identify,
     machine_paths,
     make_portable,
 )
-from lm_eval_dcpmi.leaderboard.submission import installed_task
+from lm_eval_dcpmi.errors import DCPMIError
+from lm_eval_dcpmi.export._datasets import BENCHMARKS, parse_dataset_option
+from lm_eval_dcpmi.verification._submission import installed_task
 
-SCHEMAS = ROOT / "lm_eval_dcpmi" / "leaderboard" / "schemas"
+SCHEMAS = ROOT / "lm_eval_dcpmi" / "export" / "schemas"
 MODEL = "EleutherAI/pythia-160m"
 STAMP = "2026-01-01T00-00-00.000000"
 # The Hub's documented keys of an .eval_results entry (docs "Evaluation Results").
@@ -97,7 +97,7 @@ def export(capsys, *args: str) -> tuple[int, str, str]:
     results that have no samples to verify (``verified_export`` is the command itself)."""
     import argparse
 
-    from lm_eval_dcpmi.cli import export as command
+    from lm_eval_dcpmi.cli import _export as command
 
     parser = argparse.ArgumentParser(prog="dcpmi export")
     command.add_export_arguments(parser)

@@ -1,4 +1,4 @@
-"""The one metrics table (``scoring.METRICS``) and everything that must agree with it:
+"""The one metrics table (``rules._scoring.METRICS``) and everything that must agree with it:
 lm-eval's registry, the tasks' metric_list, the group YAMLs and the report's labels."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from helpers import (
     make_task,
 )
 
-from lm_eval_dcpmi.harness.metrics import registered_metric
-from lm_eval_dcpmi.report import looks
-from lm_eval_dcpmi.report import results as report_results
-from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.registry import dcpmi_metric_list, total
-from lm_eval_dcpmi.rules.scoring import METRICS
+from lm_eval_dcpmi._harness._metrics import registered_metric
+from lm_eval_dcpmi.report import _looks as looks
+from lm_eval_dcpmi.report import _results as report_results
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.rules._registry import dcpmi_metric_list, total
+from lm_eval_dcpmi.rules._scoring import METRICS
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
@@ -75,7 +75,7 @@ def test_the_table_and_its_views():
     assert {m: report_results.LABELS[m] for m in PAPER} == {
         "acc_unc": "Unc", "acc": "LM", "acc_avg": "Avg", "acc_norm": "Char", "acc_dcpmi": "DC-PMI"
     }  # fmt: skip
-    assert [looks.label(m) for m in ("acc_cc", "acc_bc", "acc_pmi_empty", "unranked")] == [
+    assert [looks.metric_label(m) for m in ("acc_cc", "acc_bc", "acc_pmi_empty", "unranked")] == [
         "CC", "BC", "PMI empty", "unranked"
     ]  # fmt: skip
 
@@ -97,7 +97,7 @@ def test_nothing_outside_the_tables_names_a_metric():
     # How a metric is computed, aggregated or shown is read from its row (or, for labels
     # and colours, its look); code that names one to decide would have to change with it.
     names = {m.name for m in METRICS}
-    tables = {ROOT / "lm_eval_dcpmi/rules/scoring.py", ROOT / "lm_eval_dcpmi/report/looks.py"}
+    tables = {ROOT / "lm_eval_dcpmi/rules/_scoring.py", ROOT / "lm_eval_dcpmi/report/_looks.py"}
     files = [
         path
         for folder in ("lm_eval_dcpmi", "scripts", "benchmarks")
@@ -108,7 +108,7 @@ def test_nothing_outside_the_tables_names_a_metric():
     found = [hit for path in files for hit in _metric_names_in(path, names)]
     assert found == []
     # the check finds what it looks for
-    assert len(_metric_names_in(ROOT / "lm_eval_dcpmi/report/looks.py", names)) == 7
+    assert len(_metric_names_in(ROOT / "lm_eval_dcpmi/report/_looks.py", names)) == 7
 
 
 def test_a_task_reports_what_its_reference_contexts_and_labels_allow():

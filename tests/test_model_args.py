@@ -1,4 +1,4 @@
-"""The model arguments, read one way (``harness.model_args``, lm-eval's own parser): what a
+"""The model arguments, read one way (``_harness._model_args``, lm-eval's own parser): what a
 report labels, what ``verify --rescore --model_args`` loads, what the answer cache's owner
 record and ``dcpmi run``'s option checks see."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from lm_eval.utils import simple_parse_args_string
 
+from lm_eval_dcpmi._harness._answer_cache import cache_owner
+from lm_eval_dcpmi._harness._model_args import parse_model_args, recorded_model_args
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.harness.model_args import parse_model_args, recorded_model_args
-from lm_eval_dcpmi.leaderboard.answer_cache import cache_owner
-from lm_eval_dcpmi.report.results import model_label
+from lm_eval_dcpmi.report._results import model_label
 
 pytestmark = pytest.mark.fast
 

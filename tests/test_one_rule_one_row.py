@@ -1,4 +1,4 @@
-"""A new scoring rule is one row of the metrics table (``rules/scoring.py``): shown on a
+"""A new scoring rule is one row of the metrics table (``rules/_scoring.py``): shown on a
 throwaway one, added to a copy of the project, which the table's every view, lm-eval's
 registry, a task's scores, the report and the copy's own fast tier take up from the row
 alone. Not in the fast tier itself: it runs the fast tier."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from helpers import PROJECT, changed_files, copy_project, fast_tier_in_copy, run_in_copy
 
-from lm_eval_dcpmi.report import looks
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.report import _looks as looks
+from lm_eval_dcpmi.rules import _scoring as scoring
 
 HALVED_ROW = """\
     Metric(name="acc_halved", rule="log P(y | premise) - log P(y | domain premise) / 2",
@@ -28,8 +28,8 @@ sys.path.insert(0, sys.argv[1])  # the tests' helpers
 from helpers import make_task
 
 from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.registry import dcpmi_metric_list
-from lm_eval_dcpmi.harness.metrics import registered_metric
+from lm_eval_dcpmi.rules._registry import dcpmi_metric_list
+from lm_eval_dcpmi._harness._metrics import registered_metric
 from lm_eval_dcpmi.report import looks, results
 
 docs = [
@@ -51,7 +51,9 @@ print(json.dumps({
     "registry": [aggregate([1.0, 0.0]), higher],
     "documents": [{k: d[k] for k in ("acc", "acc_dcpmi", "acc_halved")} for d in per_doc],
     "task_mean": task.aggregation()["acc_halved"]([d["acc_halved"] for d in per_doc]),
-    "report": [results.METHODS, looks.label("acc_halved"), looks.look("acc_halved").colour],
+    "report": [
+        results.METHODS, looks.metric_label("acc_halved"), looks.metric_look("acc_halved").colour
+    ],
     "per_document": results.per_document(
         [{"doc_id": i, "filter": "none", **d} for i, d in enumerate(per_doc)]
     )["acc_halved"],
@@ -62,12 +64,12 @@ print(json.dumps({
 
 def test_a_throwaway_rule_is_one_row(tmp_path):
     copy = copy_project(tmp_path, PROJECT)
-    table = copy / "lm_eval_dcpmi" / "rules" / "scoring.py"
+    table = copy / "lm_eval_dcpmi" / "rules" / "_scoring.py"
     text = table.read_text(encoding="utf-8")
     anchor = '    Metric(name="truncated"'
     assert text.count(anchor) == 1
     table.write_text(text.replace(anchor, HALVED_ROW + anchor), encoding="utf-8")
-    assert changed_files(copy) == ["lm_eval_dcpmi/rules/scoring.py"]  # the one file it needed
+    assert changed_files(copy) == ["lm_eval_dcpmi/rules/_scoring.py"]  # the one file it needed
 
     found = run_in_copy(copy, HALVED_CHECK)
     assert found["accuracies"] == [*scoring.ACCURACIES, "acc_halved"]
@@ -92,7 +94,7 @@ def test_a_throwaway_rule_is_one_row(tmp_path):
     # passes in the copy (every test of the table, the registry, the reports and the docs)
     made = regenerated_pages(copy)
     assert "README.md" in made
-    assert [f for f in changed_files(copy) if f not in made] == ["lm_eval_dcpmi/rules/scoring.py"]
+    assert [f for f in changed_files(copy) if f not in made] == ["lm_eval_dcpmi/rules/_scoring.py"]
     fast_tier_in_copy(copy)
 
 

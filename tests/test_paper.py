@@ -1,10 +1,10 @@
-"""The paper's task list, read from the YAMLs (lm_eval_dcpmi.paper)."""
+"""The paper's task list, read from the YAMLs (lm_eval_dcpmi._paper)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lm_eval_dcpmi import paper
+from lm_eval_dcpmi import _paper as paper
 from lm_eval_dcpmi.errors import DCPMIConfigError
 
 # Every test here needs neither the model nor the data: the fast tier.

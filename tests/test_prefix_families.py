@@ -68,7 +68,7 @@ def _models(tmp_path_factory, family: str, **kwargs):
     """(hf, hf-prefix) on one tiny model of ``family`` (one set of weights)."""
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     folder = tiny_model(tmp_path_factory.mktemp(family), family, **FAMILIES[family])
     hf = HFLM(pretrained=str(folder), device="cpu", batch_size=8, **kwargs)
@@ -80,7 +80,7 @@ def _models(tmp_path_factory, family: str, **kwargs):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_each_family_scores_as_hf_and_shares_prefixes(tmp_path_factory, pairs, family):
-    from lm_eval_dcpmi.hf_prefix.reduced import attention_layout, reduced_copy
+    from lm_eval_dcpmi.hf_prefix._reduced import attention_layout, reduced_copy
 
     hf, prefix = _models(tmp_path_factory, family)
     setup = prefix._setup
@@ -110,7 +110,7 @@ def test_without_window_masks_only_the_requests_past_the_window_go_to_hf(
     the longer ones go through hf's scoring, and the run says so once."""
     import dataclasses
 
-    from lm_eval_dcpmi.hf_prefix import masks
+    from lm_eval_dcpmi.hf_prefix import _masks as masks
 
     layer_masks = masks.layer_masks
 
@@ -119,7 +119,7 @@ def test_without_window_masks_only_the_requests_past_the_window_go_to_hf(
         return layer_masks(model, device, allowed, positions, key_positions, setup)
 
     monkeypatch.setattr(masks, "layer_masks", full_attention)
-    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.hf_prefix.lm"):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.hf_prefix._lm"):
         hf, prefix = _models(tmp_path_factory, "mistral")
         assert prefix._setup is not None and not prefix._setup.window_masks
         expected = hf.loglikelihood(instances(pairs), disable_tqdm=True)
@@ -132,7 +132,7 @@ def test_without_window_masks_only_the_requests_past_the_window_go_to_hf(
         prefix.loglikelihood(instances(pairs), disable_tqdm=True)
     assert_same(expected, got, [f"{pair!r:.80}" for pair in pairs])
     assert short and prefix_short.tokens < hf_short.tokens  # shared, where that is exact
-    lines = [r.getMessage() for r in caplog.records if r.name == "lm_eval_dcpmi.hf_prefix.lm"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "lm_eval_dcpmi.hf_prefix._lm"]
     (start,) = [line for line in lines if "do not score as the model does" in line]
     assert "past the window: cached" in start and f"its window ({WINDOW} tokens)" in start
     past = sum(tokens(hf, *pair) - 1 > WINDOW for pair in pairs)
@@ -145,8 +145,8 @@ def test_the_self_check_never_runs_the_model_itself(tmp_path_factory):
     budgets' sizes read from the config and confirmed on the reduced copy."""
     from lm_eval.models.huggingface import HFLM
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
-    from lm_eval_dcpmi.hf_prefix.reduced import kv_per_token
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._reduced import kv_per_token
 
     folder = tiny_model(tmp_path_factory.mktemp("gemma"), "gemma3_text", **FAMILIES["gemma3_text"])
     hf = HFLM(pretrained=str(folder), device="cpu", batch_size=8)
@@ -160,7 +160,7 @@ def test_the_self_check_never_runs_the_model_itself(tmp_path_factory):
 
 def test_without_a_reduced_copy_the_model_itself_is_checked(tmp_path_factory, pairs, monkeypatch):
     """A config that does not rebuild at a toy size: the same checks on the model itself."""
-    from lm_eval_dcpmi.hf_prefix import check
+    from lm_eval_dcpmi.hf_prefix import _check as check
 
     monkeypatch.setattr(check, "reduced_copy", lambda model, device: None)
     hf, prefix = _models(tmp_path_factory, "mistral")
@@ -176,7 +176,7 @@ def test_in_bf16_hf_prefix_shares_prefixes_within_bf16s_rounding(tmp_path_factor
     """bf16 rounds each token's log-probability (to 1/16 near -13), and HFLM sums them in
     bf16: hf-prefix passes its self-check there, sums as HFLM does (every answer a bf16
     number) and answers within ``tolerance`` of hf in bf16, request by request."""
-    from lm_eval_dcpmi.hf_prefix.check import tolerance
+    from lm_eval_dcpmi.hf_prefix._check import tolerance
 
     hf, prefix = _models(tmp_path_factory, "llama", dtype="bfloat16")
     assert prefix.model.dtype == torch.bfloat16 and prefix._setup.packed
@@ -189,7 +189,7 @@ def test_in_bf16_hf_prefix_shares_prefixes_within_bf16s_rounding(tmp_path_factor
 
 @pytest.mark.fast
 def test_the_tolerance_is_fp32s_or_two_roundings_of_a_16_bit_log_probability():
-    from lm_eval_dcpmi.hf_prefix.check import tolerance
+    from lm_eval_dcpmi.hf_prefix._check import tolerance
 
     assert tolerance(torch.float32, -13.5) == 1e-3
     assert tolerance(torch.float64, -300.0) == 1e-3

@@ -27,7 +27,7 @@ TASK_DOCS = [("dcpmi_copa", 4), ("dcpmi_sst5", 2), ("dcpmi_boolq", 3), ("dcpmi_r
 
 
 def _prefix_lm(hf_lm, **kwargs):
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     kwargs.setdefault("batch_size", 8)
     return PrefixHFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", **kwargs)
@@ -58,7 +58,7 @@ def _task_pairs(task_manager, name: str, n_docs: int) -> list[tuple[str, str]]:
 def test_registered_name_resolves_to_prefix_lm():
     from lm_eval.api.registry import get_model
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     assert get_model("hf-prefix") is PrefixHFLM
 
@@ -155,8 +155,8 @@ def test_rolling_loglikelihood_is_hfs(hf_lm, prefix_lm):
 
 
 def test_falls_back_to_hf_when_cache_unusable(hf_lm, monkeypatch):
-    from lm_eval_dcpmi.hf_prefix import check as prefix_check
-    from lm_eval_dcpmi.hf_prefix import lm as prefix_lm
+    from lm_eval_dcpmi.hf_prefix import _check as prefix_check
+    from lm_eval_dcpmi.hf_prefix import _lm as prefix_lm
 
     for module in (prefix_check, prefix_lm):  # the probe's view and the passes'
         monkeypatch.setattr(module, "layer_tensors", lambda cache: None)
@@ -172,7 +172,7 @@ def test_simple_evaluate_metrics_equal_hf(hf_lm, prefix_lm, task_manager):
     """A real lm-eval run: every DC-PMI accuracy and count with hf-prefix is hf's."""
     from lm_eval import simple_evaluate
 
-    from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
+    from lm_eval_dcpmi.rules._scoring import ACCURACIES, COUNTS
 
     tasks = ["dcpmi_copa", "dcpmi_boolq"]
     available = [t for t in tasks if t in task_manager.all_tasks]
@@ -234,7 +234,7 @@ def test_a_failing_worker_stops_the_others(hf_lm, monkeypatch):
     is the one raised. SIGTERM and Ctrl-C in the main thread take the same way out."""
     import threading
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     lm = _prefix_lm(hf_lm, prefix_workers=2, batch_size=1)
     forward = PrefixHFLM._forward
@@ -282,7 +282,7 @@ def test_onednn_kernels_are_opt_in_close_and_leave_hf_alone(hf_lm, task_manager)
 def test_an_unknown_prefix_kernels_value_names_the_choices():
     import torch
 
-    from lm_eval_dcpmi.hf_prefix.kernels import use_packed
+    from lm_eval_dcpmi.hf_prefix._kernels import use_packed
 
     with pytest.raises(ValueError, match=r"prefix_kernels='mkl'.*torch, onednn"):
         use_packed(torch.nn.Linear(2, 2), torch.device("cpu"), "mkl", None)

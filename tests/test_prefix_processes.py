@@ -76,7 +76,7 @@ def on_every_rank(work) -> list:
 
 @pytest.fixture(scope="module")
 def prefix_lm(hf_lm):
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     return PrefixHFLM(pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", batch_size=8)
 

@@ -45,7 +45,7 @@ class ForwardCalls:
 @pytest.fixture(scope="module")
 def small_lm(hf_lm):
     """hf-prefix with one row per call (many passes) and a 24-token window."""
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     return PrefixHFLM(
         pretrained=hf_lm.model, tokenizer=hf_lm.tokenizer, device="cpu", batch_size=1, max_length=24

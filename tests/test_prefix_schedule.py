@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from lm_eval_dcpmi.hf_prefix.schedule import (
+from lm_eval_dcpmi.hf_prefix._schedule import (
     PACK_ROW,
     Answers,
     Budget,
@@ -24,7 +24,7 @@ from lm_eval_dcpmi.hf_prefix.schedule import (
     plan,
     unique_pairs,
 )
-from lm_eval_dcpmi.hf_prefix.tree import (
+from lm_eval_dcpmi.hf_prefix._tree import (
     Node,
     build_tree,
     collapse,

@@ -12,11 +12,13 @@ from helpers import load_task, run_dcpmi
 from report_helpers import entry, md_rows, results_dict, ten_document_run
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.cli import run_steps
-from lm_eval_dcpmi.cli.run_options import RunOptions, split_run_options
+from lm_eval_dcpmi.cli import _run_steps as run_steps
+from lm_eval_dcpmi.cli._run_options import RunOptions, split_run_options
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.report import format_run, load_results, run_from_dict
-from lm_eval_dcpmi.tasks import quick_look
+from lm_eval_dcpmi.report._loading import load_results
+from lm_eval_dcpmi.report._results import run_from_dict
+from lm_eval_dcpmi.report._tables import format_run
+from lm_eval_dcpmi.task import _quick_look as quick_look
 
 MODEL = ["--model", "hf", "--model_args", "pretrained=x", "--device", "cpu"]
 
@@ -174,7 +176,7 @@ def test_the_footer_promises_only_what_follows(tmp_path):
     printed = format_run(run)  # what dcpmi run prints: no intervals after it
     assert "†: the best method's lead over the runner-up is significant" in printed
     assert "intervals below" not in printed
-    from lm_eval_dcpmi.report import markdown_report
+    from lm_eval_dcpmi.report._tables import markdown_report
 
     assert "a tie. 95% intervals below." in markdown_report([run])  # they follow there
     data = results_dict({"dcpmi_copa": entry(0.5, 0.6, 0.6, 0.7, n=20)}, limit=20)

@@ -16,8 +16,8 @@ from helpers import embedded_model_args
 
 from lm_eval_dcpmi import task_configs_dir
 from lm_eval_dcpmi._autoload import with_plugin_path
-from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
-from lm_eval_dcpmi.rules.scoring import ACCURACIES, COUNTS
+from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
+from lm_eval_dcpmi.rules._scoring import ACCURACIES, COUNTS
 
 OURS = task_configs_dir()
 
@@ -113,7 +113,7 @@ def test_entry_points_for_lm_evals_plugin_groups():
     from lm_eval_dcpmi._autoload import MODELS
 
     (model,) = entry_points(group="lm_eval.models", name="hf-prefix")
-    assert model.value == MODELS["hf-prefix"] == "lm_eval_dcpmi.hf_prefix.lm:PrefixHFLM"
+    assert model.value == MODELS["hf-prefix"] == "lm_eval_dcpmi.hf_prefix:PrefixHFLM"
     assert model.load() is PrefixHFLM
     (tasks,) = entry_points(group="lm_eval.tasks", name="dcpmi")
     assert tasks.load()() == OURS
@@ -124,18 +124,23 @@ def test_the_names_task_yamls_give_stay_where_they_were():
     # `class: !function lm_eval_dcpmi.task.DCPMITask`, `custom_dataset: !function
     # lm_eval_dcpmi.data.jsonl`: lm-eval imports the module and takes the attribute
     from lm_eval_dcpmi import data, task
-    from lm_eval_dcpmi.data import loaders
-    from lm_eval_dcpmi.tasks.dcpmi_task import DCPMITask
+    from lm_eval_dcpmi.data import _loaders as loaders
+    from lm_eval_dcpmi.task._dcpmi_task import DCPMITask
 
     assert task.DCPMITask is DCPMITask
-    for name in data.__all__:
-        assert getattr(data, name) is getattr(loaders, name)
+    # lm-eval's own way: __import__(module, fromlist=[name]), then the attribute
+    imported = __import__("lm_eval_dcpmi.task", fromlist=["DCPMITask"])
+    assert imported.DCPMITask is DCPMITask
     named = set()
     for path in OURS.rglob("*"):
         if path.is_file() and (path.suffix == ".yaml" or path.name.endswith("_yaml")):
             text = path.read_text(encoding="utf-8")
             named.update(w for w in text.split() if w.startswith("lm_eval_dcpmi.data."))
-    assert named and {n.removeprefix("lm_eval_dcpmi.data.") for n in named} <= set(data.__all__)
+    loaders_named = {n.removeprefix("lm_eval_dcpmi.data.") for n in named}
+    assert len(loaders_named) >= 5 and loaders_named <= set(data.__all__)
+    for name in loaders_named:
+        loader = getattr(__import__("lm_eval_dcpmi.data", fromlist=[name]), name)
+        assert loader is getattr(loaders, name)
 
 
 @pytest.mark.usefixtures("data_dir")
@@ -206,7 +211,7 @@ def test_a_fault_in_the_task_manager_hook_leaves_lm_eval_as_without_the_plugin(
     from lm_eval.tasks import TaskManager
 
     from lm_eval_dcpmi import _autoload
-    from lm_eval_dcpmi.tasks import derive
+    from lm_eval_dcpmi.task import _derive as derive
 
     def broken(_argument):
         raise RuntimeError("the plugin is broken")
@@ -249,7 +254,7 @@ cli_evaluate()
 
 FAULTY_HOOK = """
 import sys
-from lm_eval_dcpmi.harness import index
+from lm_eval_dcpmi._harness import index
 
 def moved(*args, **kwargs):
     raise AttributeError("TaskManager moved")
@@ -391,7 +396,7 @@ def test_an_lm_eval_that_reads_entry_points_registers_the_models_itself(monkeypa
     from types import SimpleNamespace
 
     from lm_eval_dcpmi import _autoload
-    from lm_eval_dcpmi.harness import models
+    from lm_eval_dcpmi._harness import _models as models
 
     assert not models.reads_plugin_entry_points()  # 0.4.12, 0.4.13, 0.5.0.dev1
     assert models.reads_plugin_entry_points(SimpleNamespace(load_plugins=lambda *a: None))

@@ -17,22 +17,15 @@ import pytest
 from helpers import E2E_LIMIT
 from report_helpers import OTHER_COLUMNS, PAPER, entry, md_rows, png_size, results_dict
 
-from lm_eval_dcpmi import paper, report
-from lm_eval_dcpmi.report import (
-    METHODS,
-    ReportError,
-    TaskRow,
-    csv_report,
-    format_run_table,
-    load_results,
-    looks,
-    markdown_table,
-    report_command,
-    run_from_dict,
-    summary,
-    summary_csv,
-    summary_markdown,
-)
+from lm_eval_dcpmi import _paper as paper
+from lm_eval_dcpmi import report
+from lm_eval_dcpmi.report import _looks as looks
+from lm_eval_dcpmi.report import _summary as summary
+from lm_eval_dcpmi.report._loading import load_results
+from lm_eval_dcpmi.report._output import report_command
+from lm_eval_dcpmi.report._results import METHODS, ReportError, TaskRow, run_from_dict
+from lm_eval_dcpmi.report._summary import summary_csv, summary_markdown
+from lm_eval_dcpmi.report._tables import csv_report, format_run_table, markdown_table
 
 LABEL = looks.LABELS
 NAN = float("nan")
@@ -502,7 +495,7 @@ def test_figure_size_with_nan_and_group(tmp_path):
 def test_the_report_subcommand_parses_and_runs(tmp_path, capsys):
     import argparse
 
-    from lm_eval_dcpmi.cli.report import Report
+    from lm_eval_dcpmi.cli._report import Report
 
     command = Report()
     path = tmp_path / "results_2026-01-01T00-00-00.json"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from lm_eval_dcpmi.report import comparisons, stats
-from lm_eval_dcpmi.report.results import per_document, run_from_dict
+from lm_eval_dcpmi.report import _comparisons as comparisons
+from lm_eval_dcpmi.report import _stats as stats
+from lm_eval_dcpmi.report._results import per_document, run_from_dict
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast

@@ -18,8 +18,10 @@ from report_helpers import (
     write_run,
 )
 
-from lm_eval_dcpmi.report import competition, load_results, report_command
-from lm_eval_dcpmi.report.results import run_from_dict
+from lm_eval_dcpmi.report import _competition as competition
+from lm_eval_dcpmi.report._loading import load_results
+from lm_eval_dcpmi.report._output import report_command
+from lm_eval_dcpmi.report._results import run_from_dict
 
 pytestmark = pytest.mark.fast
 

@@ -15,10 +15,9 @@ from report_helpers import STAMP, entry, results_dict, ten_document_run
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.report import load_results, report_command
-from lm_eval_dcpmi.report.loading import SamplesError
-from lm_eval_dcpmi.report.output import Output, text_output, write_all
-from lm_eval_dcpmi.report.results import ReportError
+from lm_eval_dcpmi.report._loading import SamplesError, load_results
+from lm_eval_dcpmi.report._output import Output, report_command, text_output, write_all
+from lm_eval_dcpmi.report._results import ReportError
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
@@ -216,7 +215,7 @@ def test_results_nested_too_deep_are_one_line_for_report_verify_and_export(tmp_p
 
 
 def test_ctrl_c_in_report_is_one_line(tmp_path, capsys, monkeypatch):
-    from lm_eval_dcpmi.report import output as command
+    from lm_eval_dcpmi.report import _output as command
 
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt
@@ -282,7 +281,7 @@ def test_a_fifo_named_like_a_results_file_is_refused_by_every_command(tmp_path, 
     ],
 )
 def test_a_name_read_from_a_file_that_leads_out_of_its_folder_is_refused(name, problem):
-    from lm_eval_dcpmi.json_files import checked_name
+    from lm_eval_dcpmi._json_files import checked_name
 
     with pytest.raises(DCPMIError) as refused:
         checked_name(name, "results.json", "the task name")

@@ -19,10 +19,10 @@ from report_helpers import (
     write_run,
 )
 
-from lm_eval_dcpmi.report import load_results, report_command
-from lm_eval_dcpmi.report.loading import SamplesError
-from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.task import premise_version
+from lm_eval_dcpmi.report._loading import SamplesError, load_results
+from lm_eval_dcpmi.report._output import report_command
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.task._premise_digest import premise_version
 
 METHODS = tuple(scoring.METHODS)
 MOVE_AWAY = (

@@ -17,9 +17,11 @@ from report_helpers import (
 )
 
 from lm_eval_dcpmi import report
-from lm_eval_dcpmi.report import load_results, looks, report_command
-from lm_eval_dcpmi.report.samples import task_layout
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.report import _looks as looks
+from lm_eval_dcpmi.report._loading import load_results
+from lm_eval_dcpmi.report._output import report_command
+from lm_eval_dcpmi.report._samples import task_layout
+from lm_eval_dcpmi.rules import _scoring as scoring
 
 METHODS = tuple(scoring.METHODS)
 
@@ -160,14 +162,14 @@ def test_options_export_without_a_tokenizer(tmp_path, capsys):
     first = rows[0]
     assert (first["conditional_loglikelihood"], first["domain_loglikelihood"]) == ("-1.0", "-2.0")
     assert (first["tokens"], first["characters"], first["gold"]) == ("", "2", "0")
-    picks = {r["option"]: [r[f"chosen_{looks.label(m)}"] for m in PAPER] for r in rows[:2]}
+    picks = {r["option"]: [r[f"chosen_{looks.metric_label(m)}"] for m in PAPER] for r in rows[:2]}
     # Unc, LM, Avg (no token counts: empty), Char, DC-PMI
     assert picks == {"0": ["0", "1", "", "1", "1"], "1": ["1", "0", "", "0", "0"]}
 
 
 @pytest.mark.fast
 def test_gold_given_as_option_text():
-    from lm_eval_dcpmi.report.samples import document_options
+    from lm_eval_dcpmi.report._samples import document_options
 
     sample = request_sample(0, [" no", " yes"], [-1.0, -2.0], [-1.0, -1.0], gold=1)
     sample["target"] = "yes"  # a doc_to_target that returns the option text
@@ -179,7 +181,7 @@ def test_gold_given_as_option_text():
 
 def test_responses_as_each_lm_eval_release_logs_them():
     """0.4 logs [ll, is_greedy] per request, 0.5 one such pair per repeat: [[ll, is_greedy]]."""
-    from lm_eval_dcpmi.report.samples import document_options
+    from lm_eval_dcpmi.report._samples import document_options
 
     sample = request_sample(0, [" no", " yes"], [-1.0, -2.0], [-1.5, -0.5], gold=1)
     release_04 = document_options(sample, "x")

@@ -1,4 +1,4 @@
-"""The report's statistics (lm_eval_dcpmi.report.stats) on hand-computed numbers."""
+"""The report's statistics (lm_eval_dcpmi.report._stats) on hand-computed numbers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 from report_helpers import DCPMI, LM
 
-from lm_eval_dcpmi.report import stats
+from lm_eval_dcpmi.report import _stats as stats
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast

@@ -19,7 +19,7 @@ from helpers import SHARDED_TASK, dcpmi_once, tiny_model
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard.rescore import catch_chance, chosen, parse_count
+from lm_eval_dcpmi.verification._rescore import catch_chance, chosen, parse_count
 
 
 @pytest.mark.fast

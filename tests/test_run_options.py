@@ -1,14 +1,14 @@
 """``dcpmi run``'s own options, taken out of the command line in one pass
-(``cli/run_options.py``); each option's own refusals are tested beside what it does
+(``cli/_run_options.py``); each option's own refusals are tested beside what it does
 (test_cli, test_quick_look, test_shards)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lm_eval_dcpmi.cli.run_options import RunOptions, refuse_combinations, split_run_options
+from lm_eval_dcpmi.cli._run_options import RunOptions, refuse_combinations, split_run_options
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.tasks.shards import Shard
+from lm_eval_dcpmi.task._shards import Shard
 
 pytestmark = pytest.mark.fast
 

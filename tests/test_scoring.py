@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from lm_eval_dcpmi.report import looks
-from lm_eval_dcpmi.rules import scoring
-from lm_eval_dcpmi.rules.scoring import DocumentScores
+from lm_eval_dcpmi.report import _looks as looks
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.rules._scoring import DocumentScores
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast

@@ -17,11 +17,11 @@ import pytest
 from helpers import SHARDED_TASK, read_only_file_system
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.cli.run_options import RunOptions, refuse_combinations, split_run_options
-from lm_eval_dcpmi.cli.shard_option import parse_shard
+from lm_eval_dcpmi.cli._run_options import RunOptions, refuse_combinations, split_run_options
+from lm_eval_dcpmi.cli._shard_option import parse_shard
 from lm_eval_dcpmi.errors import DCPMIError
-from lm_eval_dcpmi.leaderboard.shard_bounds import check_documents_once, recorded_shard
-from lm_eval_dcpmi.tasks.shards import Shard, shard_samples
+from lm_eval_dcpmi.merging._shard_bounds import check_documents_once, recorded_shard
+from lm_eval_dcpmi.task._shards import Shard, shard_samples
 
 # ------------------------------------------------------------------ the shares
 
@@ -444,7 +444,7 @@ def test_shard_results_keep_the_umask_mode(shard_runs):
 @pytest.mark.usefixtures("data_dir")
 def test_samples_of_a_share_log_their_documents_true_ids_in_every_release():
     # lm-eval 0.5.0.dev1 maps the ids through the --samples list twice (the plugin's
-    # start-up hook undoes it: harness.runs.true_doc_ids_in_logged_samples)
+    # start-up hook undoes it: _harness._runs.true_doc_ids_in_logged_samples)
     import lm_eval
 
     share = Shard(2, 3).indices(56)

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 from helpers import DCPMI, ROOT, SHARDED_TASK
 
-from lm_eval_dcpmi.harness.logged import logged_loglikelihood
+from lm_eval_dcpmi._harness._logged import logged_loglikelihood
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.usefixtures("data_dir")]
 

@@ -31,11 +31,11 @@ from helpers import (
 )
 from recompute import expected_metrics
 
-from lm_eval_dcpmi.data import loaders as data
+from lm_eval_dcpmi._harness._index import task_index
+from lm_eval_dcpmi.data import _loaders as data
 from lm_eval_dcpmi.errors import DataError
-from lm_eval_dcpmi.harness.index import task_index
-from lm_eval_dcpmi.rules.layout import conditional_and_domain
-from lm_eval_dcpmi.rules.scoring import ACCURACIES
+from lm_eval_dcpmi.rules._layout import conditional_and_domain
+from lm_eval_dcpmi.rules._scoring import ACCURACIES
 
 TEMPLATES_DIR = ROOT / "task_configs" / "sst" / "templates"
 TEMPLATE_TASKS = [f"dcpmi_sst2_v{i}" for i in range(15)]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from lm_eval_dcpmi import cli, paper, task_configs_dir
-from lm_eval_dcpmi.cli import tasks as task_list
+from lm_eval_dcpmi import _paper as paper
+from lm_eval_dcpmi import cli, task_configs_dir
+from lm_eval_dcpmi.cli import _tasks as task_list
 
 
 def defined_tasks() -> set[str]:

@@ -13,12 +13,12 @@ from collections import Counter
 import pytest
 from helpers import bare, load_task, request_pairs, tasks_by_name
 
-from lm_eval_dcpmi import paper
-from lm_eval_dcpmi.data import loaders as data
-from lm_eval_dcpmi.data.folders import dataset_module
-from lm_eval_dcpmi.harness.index import task_index
-from lm_eval_dcpmi.rules.scoring import ACCURACIES
-from lm_eval_dcpmi.tasks.tokens import TokenCounter, literal_special_tokens
+from lm_eval_dcpmi import _paper as paper
+from lm_eval_dcpmi._harness._index import task_index
+from lm_eval_dcpmi.data import _loaders as data
+from lm_eval_dcpmi.data._folders import dataset_module
+from lm_eval_dcpmi.rules._scoring import ACCURACIES
+from lm_eval_dcpmi.task._tokens import TokenCounter, literal_special_tokens
 
 
 def requests(premise: str, domain: str, options: list[str]) -> list[tuple[str, str]]:
@@ -333,12 +333,12 @@ def test_a_tokenizer_without_endoftext_is_reported():
 
 
 def test_sst5_warns_once_when_the_tokenizer_lacks_endoftext(task_manager, monkeypatch, caplog):
-    from lm_eval_dcpmi.tasks import dcpmi_task as task_module
+    from lm_eval_dcpmi.task import _dcpmi_task as task_module
 
     counter = TokenCounter(byte_level_tokenizer_without_endoftext(), 2048, None)
     monkeypatch.setattr(task_module, "counter_for_metadata", lambda _metadata: counter)
     sst5 = load_task(task_manager, "dcpmi_sst5")
-    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.dcpmi_task"):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.task._dcpmi_task"):
         request_pairs(sst5, 2)  # the check runs when the requests are built
     warnings = [r.getMessage() for r in caplog.records if "<|endoftext|>" in r.getMessage()]
     assert len(warnings) == 1  # once for the task, not once per document or option
@@ -350,7 +350,7 @@ def test_sst5_warns_once_when_the_tokenizer_lacks_endoftext(task_manager, monkey
 
 def test_sst5_does_not_warn_for_the_embedded_model(task_manager, embedded_counter, caplog):
     sst5 = load_task(task_manager, "dcpmi_sst5")
-    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.tasks.dcpmi_task"):
+    with caplog.at_level(logging.WARNING, logger="lm_eval_dcpmi.task._dcpmi_task"):
         request_pairs(sst5, 2)
     assert not [r for r in caplog.records if "<|endoftext|>" in r.getMessage()]
     doc = sst5.eval_docs[0]
@@ -591,6 +591,6 @@ def test_group_dcpmi_is_the_papers_tasks_with_an_unweighted_mean_of_every_accura
 
 @pytest.mark.parametrize("kind", ["mcqa", "classification"])
 def test_lm_evals_tags_agree_with_the_papers_kinds(task_manager, kind):
-    """paper.py reads each task YAML's own `tag:`; lm-eval also follows `include:`. A tag
+    """_paper.py reads each task YAML's own `tag:`; lm-eval also follows `include:`. A tag
     moved into an included base would split the two."""
     assert task_index(task_manager)[f"dcpmi_{kind}"].tags == set(paper.tasks_of_kind(kind))

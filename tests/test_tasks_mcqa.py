@@ -12,7 +12,7 @@ import json
 import pytest
 from helpers import load_task
 
-from lm_eval_dcpmi.data import loaders as data
+from lm_eval_dcpmi.data import _loaders as data
 
 
 def expected(premise: str, domain: str, options: list[str]) -> list[tuple[str, str]]:

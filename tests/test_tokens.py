@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from lm_eval_dcpmi.tasks import tokens
+from lm_eval_dcpmi.task import _tokens as tokens
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_prefix_lm_takes_a_tokenizer_already_loaded_for_its_arguments(hf_lm, mon
     and shares its own when it comes first (``lm_eval``): one load either way."""
     from lm_eval.models import huggingface
 
-    from lm_eval_dcpmi.hf_prefix.lm import PrefixHFLM
+    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
 
     monkeypatch.setattr(tokens, "_LOADED", {})
     seen = {}

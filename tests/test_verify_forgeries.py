@@ -21,10 +21,10 @@ import pytest
 from helpers import SHARDED_TASK
 
 from lm_eval_dcpmi import cli
-from lm_eval_dcpmi.leaderboard.recompute import TokenCounts, mean_stderr, score_documents
-from lm_eval_dcpmi.leaderboard.submission import read_submission
-from lm_eval_dcpmi.report.samples import request_pairs, task_hash
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.report._samples import request_pairs, task_hash
+from lm_eval_dcpmi.rules import _scoring as scoring
+from lm_eval_dcpmi.verification._recompute import TokenCounts, mean_stderr, score_documents
+from lm_eval_dcpmi.verification._submission import read_submission
 
 pytestmark = pytest.mark.slow
 

@@ -7,22 +7,22 @@ without ``--tasks`` the tasks ``--samples`` names, else the whole ``dcpmi`` grou
 without ``--batch_size`` 8, and without ``--device`` the CPU when no GPU is present.
 Every other option goes to lm-eval unchanged. At the end it prints the DC-PMI table
 (Unc / LM / Avg / Char / DC-PMI). ``--dcpmi_task TASK=PREMISE`` adds the DC-PMI variant
-of a registered multiple-choice task (``tasks.derive``). The plugin's own options are
-taken out and parsed once, by ``run_options``. A ``DCPMIError`` (bad data,
-task config or option) is printed as one line on stderr, exit status 2.
+of a registered multiple-choice task. A ``DCPMIError`` (bad data, task config or option)
+is printed as one line on stderr, exit status 2.
 
-The run has two steps (``run_steps``), both on lm-eval's public API: the tasks are built
-(configs, data and the plugin's per-document checks) by a ``TaskManager`` before any
-model exists, then ``cli_evaluate`` runs the very same command line (``lm_eval_options``
-adds the defaults to it).
+The plugin's own options (``--dcpmi_task``, ``--model_id``, ``--quick``, ``--shard``) are
+taken out of the command line and parsed once, here (``_run_options``, ``_shard_option``):
+the rest of the plugin receives typed values. The run has two steps (``_run_steps``), both
+on lm-eval's public API: the tasks are built (configs, data and the plugin's per-document
+checks) by a ``TaskManager`` before any model exists, then ``cli_evaluate`` runs the very
+same command line (``_lm_eval_options`` adds the defaults to it; ``_option_checks`` checks
+what lm-eval would trip over late; ``_saving`` finds what it saved).
 
-One module per subcommand, each a ``SubCommand`` (``subcommand``): ``run`` (with
-``run_options``, ``shard_option``, ``run_steps``, ``lm_eval_options``, ``option_checks``,
-``saving``),
-``tasks`` (the plugin's groups, tags and tasks; ``dcpmi run --tasks list`` too), ``report``
-(paper-style tables and figures, ``lm_eval_dcpmi.report``), ``verify``, ``export`` and
-``merge`` (``lm_eval_dcpmi.leaderboard``). Each imports what does the work only when it
-runs, so ``dcpmi tasks`` starts fast.
+One module per subcommand, each a ``SubCommand`` (``_subcommand``): ``_run``, ``_tasks``
+(the plugin's groups, tags and tasks; ``dcpmi run --tasks list`` too), ``_report``
+(``lm_eval_dcpmi.report``), ``_verify`` (``lm_eval_dcpmi.verification``), ``_export``
+(``lm_eval_dcpmi.export``) and ``_merge`` (``lm_eval_dcpmi.merging``). Each imports what
+does the work only when it runs, so ``dcpmi tasks`` starts fast.
 """
 
 from __future__ import annotations
@@ -31,13 +31,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from lm_eval_dcpmi.cli.export import Export
-from lm_eval_dcpmi.cli.merge import Merge
-from lm_eval_dcpmi.cli.report import Report
-from lm_eval_dcpmi.cli.run import Run
-from lm_eval_dcpmi.cli.subcommand import SubCommand, stopped
-from lm_eval_dcpmi.cli.tasks import Tasks
-from lm_eval_dcpmi.cli.verify import Verify
+from lm_eval_dcpmi.cli._export import Export
+from lm_eval_dcpmi.cli._merge import Merge
+from lm_eval_dcpmi.cli._report import Report
+from lm_eval_dcpmi.cli._run import Run
+from lm_eval_dcpmi.cli._subcommand import SubCommand, stopped
+from lm_eval_dcpmi.cli._tasks import Tasks
+from lm_eval_dcpmi.cli._verify import Verify
+
+__all__ = ["main"]
 
 SUBCOMMANDS: tuple[SubCommand, ...] = (Run(), Report(), Tasks(), Export(), Verify(), Merge())
 

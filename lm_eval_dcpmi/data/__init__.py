@@ -1,24 +1,37 @@
-"""The evaluation data: a loader per file format, record checks, text files read with care.
+"""The evaluation data: a loader per file format, the dataset folders, record checks, text
+files read with care.
 
-The task YAMLs name the loaders here (``custom_dataset: !function lm_eval_dcpmi.data.jsonl``).
+The task YAMLs name the loaders here (``custom_dataset: !function lm_eval_dcpmi.data.jsonl``);
+a dataset folder's ``dataset.py`` uses ``Upstream``, ``Row`` and the record helpers.
+Modules: ``_loaders`` (finding and reading the files), ``_folders`` (the dataset
+folders), ``_records`` (record checks), ``_text_files`` (text read with errors that name
+file, line and byte), ``_user_json`` (a user's ``dataset_path: json`` file),
+``_digests`` (the sha256 of the data a task read).
 """
 
-from lm_eval_dcpmi.data.loaders import (
-    csv_rows,
-    jsonl,
-    labelled_lines,
-    labelled_lines_with_examples,
-    race_folder,
-    tsv,
-    xml_items,
-)
+from lm_eval_dcpmi._exports import lazy_exports
 
-__all__ = [
-    "csv_rows",
-    "jsonl",
-    "labelled_lines",
-    "labelled_lines_with_examples",
-    "race_folder",
-    "tsv",
-    "xml_items",
-]
+# public name -> the private module that defines it
+_EXPORTS = {
+    "file_sha256": "_digests",
+    "sha256_of": "_digests",
+    "task_data_files": "_digests",
+    "Upstream": "_folders",
+    "csv_rows": "_loaders",
+    "jsonl": "_loaders",
+    "labelled_lines": "_loaders",
+    "labelled_lines_with_examples": "_loaders",
+    "locate": "_loaders",
+    "race_folder": "_loaders",
+    "tsv": "_loaders",
+    "xml_items": "_loaders",
+    "RecordError": "_records",
+    "Row": "_records",
+    "field": "_records",
+    "index_in": "_records",
+    "nonempty": "_records",
+    "option_texts": "_records",
+    "loading_json": "_user_json",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -2,7 +2,7 @@
 
 ``dcpmi report RESULTS... [--out DIR] [--options-csv FILE]`` reads the ``results_*.json``
 files that ``lm_eval ... --output_path DIR`` writes and shows, per model, the accuracy of
-the five decision rules (``scoring.METHODS``) on every DC-PMI task:
+the five decision rules (``lm_eval_dcpmi.rules.METHODS``) on every DC-PMI task:
 
 * **Unc** (``acc_unc``): the option's probability after the domain premise alone;
 * **LM** (``acc``): log P(option | premise), lm-eval's usual ``acc``;
@@ -10,82 +10,51 @@ the five decision rules (``scoring.METHODS``) on every DC-PMI task:
 * **Char** (``acc_norm``): the same, divided by the option's character count;
 * **DC-PMI** (``acc_dcpmi``): log P(option | premise) - log P(option | domain premise).
 
-The parts, by job: ``results`` (the data model, from a results dict), ``loading`` (files
-and folders), ``samples`` (the ``--log_samples`` files), ``stats`` (intervals and paired
-tests), ``tables`` / ``studies`` / ``intervals`` / ``summary`` / ``competition`` (PMA
-quartiles: where DC-PMI's gains come from) (Markdown and CSV),
-``figures``, ``options`` (the per-option export) and ``output`` (the files written, all
-or nothing; ``dcpmi report`` is ``lm_eval_dcpmi.cli.report``).
+The modules, by job: ``_results`` (the data model, from a results dict), ``_loading``
+(files and folders) and ``_integrity`` (what a results file and its samples must hold),
+``_samples`` (the ``--log_samples`` files), ``_stats`` (intervals and paired tests),
+``_tables``, ``_studies``, ``_intervals``, ``_summary``, ``_comparisons`` (calibration and
+the priors study) and ``_competition`` (PMA quartiles: where DC-PMI's gains come from), in
+Markdown and CSV written as ``_formatting`` says, with each metric labelled and coloured as
+``_looks`` says; ``_figures``, ``_options`` (the per-option export) and ``_output`` (the
+files written, all or nothing; ``dcpmi report`` is ``lm_eval_dcpmi.cli._report``).
 
 "Best" is decided on the numbers as shown (percent, one decimal), so two methods that
 print the same are tied; ``n/a`` (computed as NaN) and ``–`` (absent from the file) are
 never best. Only the standard library, PyYAML and, for figures and tests, matplotlib and
 scipy are used; nothing here imports lm-eval or torch except the per-option export's
-token counting.
+token counting, and lm-eval's parser for model arguments a results file records as text.
 """
 
-from lm_eval_dcpmi.report.figures import (
-    COLOURS,
-    dcpmi_gain,
-    figure_name,
-    plot_run,
-    plot_study,
-    study_figure_name,
-)
-from lm_eval_dcpmi.report.loading import load_results
-from lm_eval_dcpmi.report.options import write_options_csv
-from lm_eval_dcpmi.report.output import FORMATS, report_command
-from lm_eval_dcpmi.report.results import (
-    LABELS,
-    METHODS,
-    MISSING,
-    NA,
-    ReportError,
-    RunResults,
-    Study,
-    TaskRow,
-    model_label,
-    run_from_dict,
-)
-from lm_eval_dcpmi.report.summary import Share, summary, summary_csv, summary_markdown
-from lm_eval_dcpmi.report.tables import (
-    CSV_HEADER,
-    csv_report,
-    format_run,
-    format_run_table,
-    markdown_report,
-    markdown_table,
-)
+from lm_eval_dcpmi._exports import lazy_exports
 
-__all__ = [
-    "COLOURS",
-    "CSV_HEADER",
-    "FORMATS",
-    "LABELS",
-    "METHODS",
-    "MISSING",
-    "NA",
-    "ReportError",
-    "RunResults",
-    "Share",
-    "Study",
-    "TaskRow",
-    "csv_report",
-    "dcpmi_gain",
-    "figure_name",
-    "format_run",
-    "format_run_table",
-    "load_results",
-    "markdown_report",
-    "markdown_table",
-    "model_label",
-    "plot_run",
-    "plot_study",
-    "report_command",
-    "run_from_dict",
-    "study_figure_name",
-    "summary",
-    "summary_csv",
-    "summary_markdown",
-    "write_options_csv",
-]
+# public name -> the private module that defines it
+_EXPORTS = {
+    "load_results": "_loading",
+    "PAPER": "_looks",
+    "metric_label": "_looks",
+    "metric_look": "_looks",
+    "FORMATS": "_output",
+    "Output": "_output",
+    "report_command": "_output",
+    "text_output": "_output",
+    "write_all": "_output",
+    "ReportError": "_results",
+    "RunResults": "_results",
+    "TaskRow": "_results",
+    "run_from_dict": "_results",
+    "DocumentOptions": "_samples",
+    "HASH_FIELDS": "_samples",
+    "document_options": "_samples",
+    "read_samples": "_samples",
+    "request_pairs": "_samples",
+    "samples_files": "_samples",
+    "task_hash": "_samples",
+    "task_layout": "_samples",
+    "wilson": "_stats",
+    "csv_report": "_tables",
+    "format_run": "_tables",
+    "markdown_report": "_tables",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -4,8 +4,7 @@ The folder's README.md says where the data comes from and what the tasks score."
 
 from __future__ import annotations
 
-from lm_eval_dcpmi.data.folders import Upstream
-from lm_eval_dcpmi.data.records import Row, field, index_in, nonempty
+from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty
 
 GITHUB = "https://raw.githubusercontent.com"
 # The files its tasks read (paths in the data folder) and where each is downloaded from.

@@ -1,11 +1,11 @@
 """OpenBookQA (Mihaylov et al. 2018), the test set (records: the shared ``question_choices``
-reader in lm_eval_dcpmi/data/records.py).
+reader in lm_eval_dcpmi/data/_records.py).
 
 The folder's README.md says where the data comes from and what the tasks score."""
 
 from __future__ import annotations
 
-from lm_eval_dcpmi.data.folders import Upstream
+from lm_eval_dcpmi.data import Upstream
 
 # The files its tasks read (paths in the data folder) and where each is downloaded from.
 FILES = {

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import re
 
-from lm_eval_dcpmi.data.folders import Upstream
-from lm_eval_dcpmi.data.records import RecordError, Row, index_in
+from lm_eval_dcpmi.data import RecordError, Row, Upstream, index_in
 
 GITHUB = "https://raw.githubusercontent.com"
 # The files its tasks read (paths in the data folder) and where each is downloaded from.

@@ -116,7 +116,7 @@ def task_yaml(variant: int) -> str:
 
 def group_yaml() -> str:
     # One source for the metrics a group reports: the plugin's table, scoring.METRICS.
-    from lm_eval_dcpmi.rules.scoring import GROUP_METRICS, METRIC_BY_NAME
+    from lm_eval_dcpmi.rules import GROUP_METRICS, METRIC_BY_NAME
 
     tasks = "".join(f"  - {task_name(v)}\n" for v in range(len(VARIANTS)))
     metrics = "".join(
