@@ -13,12 +13,10 @@ from pathlib import Path
 
 from lm_eval_dcpmi.export._datasets import BENCHMARKS, Benchmark
 from lm_eval_dcpmi.report import metric_look
-from lm_eval_dcpmi.rules import HEADLINE as scoring_HEADLINE
-from lm_eval_dcpmi.rules import metric_named
+from lm_eval_dcpmi.rules import HEADLINE, metric_named
 from lm_eval_dcpmi.verification import Submission, TaskEntry
 
 FORMATS = ("eee", "hf", "model-index")
-HEADLINE = scoring_HEADLINE
 EEE_SCHEMA_VERSION = "0.3.0"
 
 

@@ -24,21 +24,18 @@ from lm_eval_dcpmi.report import _looks as looks
 from lm_eval_dcpmi.rules import (
     HEADLINE,
     MASS,
+    REQUIRED,
     TRUNCATED,
     metric_named,
 )
-from lm_eval_dcpmi.rules import (
-    REQUIRED as scoring_REQUIRED,
-)
 from lm_eval_dcpmi.task import derived_rule
 
-# Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): scoring.METRICS'.
+# Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): the rules table's order.
 METHODS: tuple[str, ...] = looks.METHODS
 LABELS: dict[str, str] = looks.LABELS
 DCPMI = HEADLINE
 # A results entry is a DC-PMI task's when it has the methods of the first release; those
 # added later may be missing from older files (the column shows MISSING).
-REQUIRED: tuple[str, ...] = scoring_REQUIRED
 NA = "n/a"  # computed, but not a number (Avg without a tokenizer)
 MISSING = "–"  # not in the results file at all
 
@@ -62,7 +59,7 @@ class TaskRow:
     per_doc: dict[str, list[float]] | None = None
     # the accuracies only some tasks have (CC, BC, PMI under other priors): name -> value
     extra: dict[str, float] = field(default_factory=dict)
-    # the measures the results report (PMA: scoring.MEASURES), name -> the task's mean;
+    # the measures the results report (PMA: rules.MEASURES), name -> the task's mean;
     # absent from files written before the plugin reported them
     measures: dict[str, float] = field(default_factory=dict)
     # the documents (doc ids) whose logged PMA is NaN: the surface form competition section

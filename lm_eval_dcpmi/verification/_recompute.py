@@ -32,14 +32,10 @@ from lm_eval_dcpmi.rules import (
     MEASURES,
     TRUNCATED,
     DocumentScores,
+    accuracies,
+    measures,
     predictions,
     task_metrics,
-)
-from lm_eval_dcpmi.rules import (
-    accuracies as scoring_accuracies,
-)
-from lm_eval_dcpmi.rules import (
-    measures as scoring_measures,
 )
 from lm_eval_dcpmi.verification._submission import Submission, TaskEntry
 
@@ -157,8 +153,8 @@ def score_documents(
     ``doc_to_choice``: the contexts, for several inputs), else the options' own."""
     layout = task_layout(task.config)
     metrics = task_metrics(layout.references, bool(layout.content_free))
-    accuracies = [m for m in metrics if m.kind == "accuracy"]
-    measures = [m for m in metrics if m.kind == "measure"]
+    accuracy_metrics = [m for m in metrics if m.kind == "accuracy"]
+    measure_metrics = [m for m in metrics if m.kind == "measure"]
     delimiter = task.config.get("target_delimiter", " ")
     try:
         documents = [document_options(s, where, layout) for s in samples]
@@ -168,7 +164,7 @@ def score_documents(
         documents = [dataclasses.replace(d, gold=golds.get(d.doc_id, d.gold)) for d in documents]
     if content_free is None:
         content_free = next((d.content_free for d in documents if d.content_free), None)
-    counter = counts.counter() if any(m.needs_tokenizer for m in accuracies) else None
+    counter = counts.counter() if any(m.needs_tokenizer for m in accuracy_metrics) else None
     findings, scored = [], []
     for sample, doc in zip(samples, documents, strict=True):
         if doc.gold is None:
@@ -193,13 +189,13 @@ def score_documents(
         except ValueError as error:  # e.g. 2 options beside the carrier's 3 content-free
             findings.append(Finding(where, f"doc {doc.doc_id}: {error}: not this task's"))
             continue
-        values = scoring_accuracies(scores, doc.gold, accuracies)
-        values.update(scoring_measures(scores, measures))
+        values = accuracies(scores, doc.gold, accuracy_metrics)
+        values.update(measures(scores, measure_metrics))
         if counter is not None and sample.get("arguments"):
             values[TRUNCATED] = _truncated(counter, request_pairs(sample["arguments"]))
-        picks = predictions(scores, accuracies)
+        picks = predictions(scores, accuracy_metrics)
         scored.append(ScoredDocument(sample, doc, values, picks, scores))
-    corpus = {m.name: m.corpus for m in accuracies if m.corpus is not None}
+    corpus = {m.name: m.corpus for m in accuracy_metrics if m.corpus is not None}
     for name, rule in corpus.items() if scored else []:
         items = [rule.item(d.scores, d.options.gold) for d in scored]
         findings += _item_findings(name, scored, items, where)

@@ -28,7 +28,7 @@ class TaskEntry:
     is_group: bool
     values: dict[str, float]  # accuracy metric -> value in [0, 1]
     stderr: dict[str, float]  # accuracy metric -> lm-eval's standard error, where numeric
-    # the measures it reports (PMA: scoring.MEASURES), as ``values``/``stderr``; exports
+    # the measures it reports (PMA: rules.MEASURES), as ``values``/``stderr``; exports
     # carry accuracies only, verify checks both
     measures: dict[str, float] = field(default_factory=dict)
     measures_stderr: dict[str, float] = field(default_factory=dict)
