@@ -30,7 +30,7 @@ from lm_eval_dcpmi.rules import (
 )
 from lm_eval_dcpmi.task import derived_rule
 
-# Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): the rules table's order.
+# Column order of the tables and their labels (Unc, LM, Avg, Char, DC-PMI): the rules table's.
 METHODS: tuple[str, ...] = looks.METHODS
 LABELS: dict[str, str] = looks.LABELS
 DCPMI = HEADLINE
