@@ -226,10 +226,11 @@ def load_model(
     from lm_eval.tasks import TaskManager
 
     from lm_eval_dcpmi import embedded, task_configs_dir
-    from lm_eval_dcpmi.hf_prefix._lm import PrefixHFLM
+    from lm_eval_dcpmi._harness import parse_model_args
+    from lm_eval_dcpmi.hf_prefix import PrefixHFLM
 
     model_args = embedded.model_args()
-    extra_args = dict(item.split("=", 1) for item in extra.split(",") if item)  # k=v,k=v
+    extra_args = parse_model_args(extra, option="--model_args")  # k=v,k=v, as lm-eval reads it
     lm = PrefixHFLM(**model_args, **extra_args, device="cpu", batch_size=batch_size)
     manager = TaskManager(include_path=str(task_configs_dir()), metadata=model_args)
     return lm, manager, model_args
