@@ -1,13 +1,15 @@
-"""One sha256 per task over its requests, and one over its per-document metrics.
+"""One sha256 per task over its requests, one over its per-document metrics, one over its
+config.
 
     DCPMI_DATA_DIR=../shared/data .venv/bin/python scripts/dump_requests.py --limit 300
 
 Builds the tasks of a group (default ``dcpmi``) with lm-eval's ``TaskManager`` and prints,
 per task, the document count, a digest of every instance's ``(doc_id, idx, arguments)``
-in lm-eval's order, and a digest of the metrics ``process_results`` gives each document
-for made-up loglikelihoods (a fixed function of each request's text, so no model runs).
-Run it before and after a refactoring: equal lines mean the same requests, byte for
-byte, and the same per-document metrics.
+in lm-eval's order, a digest of the metrics ``process_results`` gives each document for
+made-up loglikelihoods (a fixed function of each request's text, so no model runs), and a
+digest of the config lm-eval records for the task (``dump_config``). Run it before and
+after a refactoring: equal lines mean the same requests, byte for byte, the same
+per-document metrics and the same recorded config.
 """
 
 from __future__ import annotations
@@ -83,11 +85,15 @@ def task_digests(task: Any, limit: int | None, before_calibration: bool = False)
         # repr keeps NaN and the exact float; sorted keys, for a stable line
         line = repr([doc_id, sorted(scores.items())])
         metrics.update(line.encode("utf-8") + b"\n")
+    # The task's config as lm-eval records it in a results file's `configs` (function
+    # sources included: a loader's or an aggregation's text changed is a change there).
+    config = json.dumps(task.dump_config(), sort_keys=True, default=str, ensure_ascii=False)
     return {
         "documents": len(by_doc),
         "requests": len(digested),
         "requests_sha256": requests.hexdigest(),
         "metrics_sha256": metrics.hexdigest(),
+        "config_sha256": hashlib.sha256(config.encode("utf-8")).hexdigest(),
     }
 
 

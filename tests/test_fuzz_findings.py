@@ -159,6 +159,14 @@ def test_a_gzip_file_broken_inside_is_refused_in_one_line(tmp_path, capsys):
             lambda d: d["n-samples"]["dcpmi_cb"].update(original=True),
             "n-samples dcpmi_cb original is True, not a count",
         ),
+        (  # was accepted: a count the report shows, which the documents do not give
+            lambda d: d["results"]["dcpmi_cb"].update({"truncated,none": 11256}),
+            "its per-document truncated add up to 0, but the results file reports 11256",
+        ),
+        (  # was OverflowError: cannot convert float infinity to integer
+            lambda d: d["n-samples"]["dcpmi_cb"].update(original=float("-inf")),
+            "n-samples dcpmi_cb original is -inf, not a count",
+        ),
         (  # was a blank cell
             lambda d: d["results"]["dcpmi_cb"].pop("truncated,none"),
             "dcpmi_cb's truncated is not reported, though the task's metric_list names it",
@@ -295,6 +303,17 @@ def test_verify_and_export_refuse_or_keep_what_the_metadata_records(
         return
     assert message in refused(capsys, "verify", folder, status=1)
     assert message in refused(capsys, *export)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_export_refuses_a_target_delimiter_that_is_no_text(shard_runs, tmp_path, capsys):
+    """Was TypeError (``str.startswith`` of a float) in eee's per-document rows."""
+    folder = _whole(shard_runs, tmp_path)
+    edit_results(folder, lambda d: d["configs"][SHARDED_TASK].update(target_delimiter=1.8e308))
+    assert "target_delimiter" in refused(capsys, "verify", folder, status=1)
+    export = ["export", folder, "--format", "eee", "--out", tmp_path / "out"]
+    assert "target_delimiter" in refused(capsys, *export)
     assert not (tmp_path / "out").exists()
 
 

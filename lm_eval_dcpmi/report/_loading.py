@@ -18,6 +18,7 @@ from lm_eval_dcpmi.report._results import (
     ReportError,
     RunResults,
     TaskRow,
+    number,
     per_document,
     run_from_dict,
     unmeasured,
@@ -30,6 +31,7 @@ from lm_eval_dcpmi.report._samples import (
     task_hash,
     task_layout,
 )
+from lm_eval_dcpmi.rules import TRUNCATED
 from lm_eval_dcpmi.task import premise_digest_in, short_digest, text_sha256
 
 log = logging.getLogger(__name__)
@@ -130,6 +132,15 @@ def _same_run(
             raise SamplesError(
                 f"{where}: its per-document {measure} averages {mean:.6g}, but the results "
                 f"file reports {reported:.6g}; the samples are another run's (or edited). "
+                f"{MOVE_AWAY}"
+            )
+    logged = [number(s[TRUNCATED]) for s in scored if TRUNCATED in s]
+    if row.truncated is not None and logged and len(logged) == len(scored):
+        total = math.fsum(logged)  # lm-eval's `total` aggregation: the documents' sum
+        if not (total == row.truncated or (math.isnan(total) and math.isnan(row.truncated))):
+            raise SamplesError(
+                f"{where}: its per-document {TRUNCATED} add up to {total:g}, but the results "
+                f"file reports {row.truncated:g}; the samples are another run's (or edited). "
                 f"{MOVE_AWAY}"
             )
     hashes = data.get("task_hashes")

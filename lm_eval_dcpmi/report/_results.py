@@ -201,8 +201,10 @@ def metric(entry: Mapping[str, Any], name: str) -> float | None:
 
 
 def _int_or_none(value: Any) -> int | None:
+    """A count as recorded; None for what is no finite number (the integrity checks of
+    ``loading`` refuse a count that is not one, naming it)."""
     value = number(value)
-    return None if math.isnan(value) else int(value)
+    return int(value) if math.isfinite(value) else None
 
 
 def _mapping(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -156,6 +156,8 @@ def score_documents(
     accuracy_metrics = [m for m in metrics if m.kind == "accuracy"]
     measure_metrics = [m for m in metrics if m.kind == "measure"]
     delimiter = task.config.get("target_delimiter", " ")
+    if not isinstance(delimiter, str):  # the options' characters are counted after it
+        return [], [Finding(where, f"its config's target_delimiter is {delimiter!r}, not text")]
     try:
         documents = [document_options(s, where, layout) for s in samples]
     except ReportError as error:
