@@ -220,7 +220,7 @@ def documented_commands() -> list[tuple[str, list[str]]]:
         text = (ROOT / page).read_text(encoding="utf-8")
         for block in re.findall(r"```bash\n(.*?)```", text, re.S):
             for line in block.replace("\\\n", " ").splitlines():
-                line = re.sub(r'"\$\(.*?\)"', "SUBSTITUTED", line)
+                line = re.sub(r'"\$\(.*?\)"', "key=SUBSTITUTED", line)
                 for command in line.split("&&"):
                     argv = shlex.split(command, comments=True)
                     if argv[:1] in (["dcpmi"], ["lm_eval"]):

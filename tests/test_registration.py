@@ -210,14 +210,13 @@ def test_a_fault_in_the_task_manager_hook_leaves_lm_eval_as_without_the_plugin(
     and every TaskManager indexes what it would without the plugin."""
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_dcpmi import _autoload
-    from lm_eval_dcpmi.task import _derive as derive
+    from lm_eval_dcpmi import _autoload, task
 
     def broken(_argument):
         raise RuntimeError("the plugin is broken")
 
     module, name = where.split(".")
-    monkeypatch.setattr({"_autoload": _autoload, "derive": derive}[module], name, broken)
+    monkeypatch.setattr({"_autoload": _autoload, "derive": task}[module], name, broken)
     monkeypatch.setattr(_autoload, "_fault", None)
     monkeypatch.setattr(_autoload, "_loud", False)  # an in-process `dcpmi run` set it
     folder = str(tiny_plain_task(tmp_path))
@@ -254,12 +253,12 @@ cli_evaluate()
 
 FAULTY_HOOK = """
 import sys
-from lm_eval_dcpmi._harness import index
+import lm_eval_dcpmi._harness as harness
 
 def moved(*args, **kwargs):
     raise AttributeError("TaskManager moved")
 
-index.wrap_task_manager_init = moved  # as on an lm-eval release whose TaskManager moved
+harness.wrap_task_manager_init = moved  # as on an lm-eval release whose TaskManager moved
 from lm_eval.__main__ import cli_evaluate
 sys.argv = ["lm_eval", "--model", "dummy", "--tasks", "tiny_plain", "--include_path", %r]
 cli_evaluate()
@@ -395,6 +394,7 @@ def test_an_lm_eval_that_reads_entry_points_registers_the_models_itself(monkeypa
     (``registry.load_plugins``); no release has it, so a stand-in registry module plays it."""
     from types import SimpleNamespace
 
+    import lm_eval_dcpmi._harness as harness
     from lm_eval_dcpmi import _autoload
     from lm_eval_dcpmi._harness import _models as models
 
@@ -402,10 +402,10 @@ def test_an_lm_eval_that_reads_entry_points_registers_the_models_itself(monkeypa
     assert models.reads_plugin_entry_points(SimpleNamespace(load_plugins=lambda *a: None))
     assert not models.reads_plugin_entry_points(SimpleNamespace(load_plugins=None))
     registered = []
-    monkeypatch.setattr(models, "register_model", lambda name, target: registered.append(name))
-    monkeypatch.setattr(models, "reads_plugin_entry_points", lambda: True)
+    monkeypatch.setattr(harness, "register_model", lambda name, target: registered.append(name))
+    monkeypatch.setattr(harness, "reads_plugin_entry_points", lambda: True)
     _autoload.register_models(None)
     assert registered == []
-    monkeypatch.setattr(models, "reads_plugin_entry_points", lambda: False)
+    monkeypatch.setattr(harness, "reads_plugin_entry_points", lambda: False)
     _autoload.register_models(None)
     assert registered == ["hf-prefix"]

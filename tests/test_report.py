@@ -20,11 +20,10 @@ from report_helpers import OTHER_COLUMNS, PAPER, entry, md_rows, png_size, resul
 from lm_eval_dcpmi import _paper as paper
 from lm_eval_dcpmi import report
 from lm_eval_dcpmi.report import _looks as looks
-from lm_eval_dcpmi.report import _summary as summary
 from lm_eval_dcpmi.report._loading import load_results
 from lm_eval_dcpmi.report._output import report_command
 from lm_eval_dcpmi.report._results import METHODS, ReportError, TaskRow, run_from_dict
-from lm_eval_dcpmi.report._summary import summary_csv, summary_markdown
+from lm_eval_dcpmi.report._summary import summary, summary_csv, summary_markdown
 from lm_eval_dcpmi.report._tables import csv_report, format_run_table, markdown_table
 
 LABEL = looks.LABELS

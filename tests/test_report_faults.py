@@ -215,7 +215,7 @@ def test_results_nested_too_deep_are_one_line_for_report_verify_and_export(tmp_p
 
 
 def test_ctrl_c_in_report_is_one_line(tmp_path, capsys, monkeypatch):
-    from lm_eval_dcpmi.report import _output as command
+    import lm_eval_dcpmi.report as command  # what `dcpmi report` calls
 
     def interrupted(*_args, **_kwargs):
         raise KeyboardInterrupt

@@ -13,6 +13,7 @@ from report_helpers import entry, md_rows, png_size, results_dict
 from lm_eval_dcpmi import _paper as paper
 from lm_eval_dcpmi import report
 from lm_eval_dcpmi.report import _studies as studies
+from lm_eval_dcpmi.report._summary import summary
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
@@ -162,7 +163,7 @@ def test_summary_is_per_model_not_per_file(tmp_path):
         "gpt2 [results_study]",
         "gpt2-xl",
     ]
-    shares = report._summary(runs)
+    shares = summary(runs)
     assert list(shares["acc_dcpmi"]) == ["gpt2", "gpt2-xl", "overall"]
     assert shares["acc_dcpmi"]["gpt2"].wins == 2 and shares["acc_dcpmi"]["gpt2"].tasks == 3
     assert shares["acc_unc"]["gpt2-xl"].wins == 1
@@ -181,6 +182,6 @@ def test_summary_is_per_model_not_per_file(tmp_path):
     rerun = tmp_path / "rerun" / "results_rerun.json"
     rerun.parent.mkdir()
     rerun.write_text(json.dumps(results_dict({"dcpmi_copa": entry(0.1, 0.2, 0.3, 0.4)})))
-    shares = report._summary(report.load_results([paths[0], rerun]))
+    shares = summary(report.load_results([paths[0], rerun]))
     assert list(shares["acc"]) == ["gpt2 [results_main]", "gpt2 [results_rerun]", "overall"]
     assert shares["acc"]["overall"].tasks == 3

@@ -30,6 +30,10 @@ from lm_eval_dcpmi._exports import lazy_exports
 
 # public name -> the private module that defines it
 _EXPORTS = {
+    "dcpmi_gain": "_figures",
+    "plot_run": "_figures",
+    "summary_markdown": "_summary",
+    "markdown_table": "_tables",
     "load_results": "_loading",
     "PAPER": "_looks",
     "metric_label": "_looks",
