@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -58,6 +59,17 @@ def _before_calibration(task: Any, instances: list[Any]) -> list[Any]:
 CALIBRATIONS = frozenset(m.name for m in scoring.METRICS if m.scope == "fixed_labels")
 
 
+def _recorded(value: Any) -> str:
+    """A config value JSON cannot hold, as a results file records it: a function by its
+    source (lm-eval's ``serialize_function``), anything else as text."""
+    if callable(value):
+        try:
+            return inspect.getsource(value)
+        except (OSError, TypeError):
+            return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', value)}"
+    return str(value)
+
+
 def task_digests(task: Any, limit: int | None, before_calibration: bool = False) -> dict[str, Any]:
     """Document count and the request and metric digests of one built task;
     ``before_calibration``: without what CC and BC added (content-free requests, acc_cc and
@@ -87,7 +99,7 @@ def task_digests(task: Any, limit: int | None, before_calibration: bool = False)
         metrics.update(line.encode("utf-8") + b"\n")
     # The task's config as lm-eval records it in a results file's `configs` (function
     # sources included: a loader's or an aggregation's text changed is a change there).
-    config = json.dumps(task.dump_config(), sort_keys=True, default=str, ensure_ascii=False)
+    config = json.dumps(task.dump_config(), sort_keys=True, default=_recorded, ensure_ascii=False)
     return {
         "documents": len(by_doc),
         "requests": len(digested),
