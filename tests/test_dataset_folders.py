@@ -164,8 +164,7 @@ domain_premise: "\\n A:"
     "dataset.py": '''\
 """Toy yes/no questions: a throwaway dataset (tests/test_dataset_folders.py)."""
 
-from lm_eval_dcpmi.data._folders import Upstream
-from lm_eval_dcpmi.data._records import Row, index_in, nonempty
+from lm_eval_dcpmi.data import Row, Upstream, index_in, nonempty
 
 FILES = {"toy/questions.jsonl": Upstream("https://example.org/toy/questions.jsonl")}
 
@@ -221,7 +220,7 @@ from lm_eval.tasks import TaskManager
 from test_dataset_folders import assert_first_documents
 
 from lm_eval_dcpmi import task_configs_dir
-from lm_eval_dcpmi.data import folders
+from lm_eval_dcpmi.data import _folders as folders
 
 folder = folders.dataset_folders()["toy"]
 task = TaskManager().load(["dcpmi_toy"])["tasks"]

@@ -27,10 +27,10 @@ import json, sys
 sys.path.insert(0, sys.argv[1])  # the tests' helpers
 from helpers import make_task
 
-from lm_eval_dcpmi.rules import scoring
+from lm_eval_dcpmi.rules import _scoring as scoring
 from lm_eval_dcpmi.rules._registry import dcpmi_metric_list
 from lm_eval_dcpmi._harness._metrics import registered_metric
-from lm_eval_dcpmi.report import looks, results
+from lm_eval_dcpmi.report import _looks as looks, _results as results
 
 docs = [
     {"question": "Q1", "options": ["a", "b", "c"], "gold": 1},
