@@ -106,6 +106,10 @@ def _answer_wrapped(lines: list[dict]) -> None:
         (_answer_wrapped, "are not [loglikelihood, is_greedy] answers"),
         (lambda lines: lines[51].update(acc_cc=2048847968), "its acc_cc 2048847968 is not 0 or 1"),
         (lambda lines: lines.clear(), "holds no samples (an empty samples file)"),
+        (  # was KeyError: 'acc_bc' (the items' sizes read off a first line that lacks them)
+            lambda lines: lines.insert(0, {"doc_id": 0}),
+            "doc 0 (sample 1) logs no acc, unlike the other documents",
+        ),
     ],
 )
 def test_the_report_refuses_samples_shaped_as_no_run_logs_them(tmp_path, capsys, edit, message):

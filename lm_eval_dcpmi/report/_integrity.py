@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from lm_eval_dcpmi.report._results import ReportError, number
 from lm_eval_dcpmi.report._samples import item_of
@@ -88,14 +88,20 @@ def same_metrics(samples: Sequence[Mapping[str, Any]], path: Path) -> None:
     them together): else a metric would be left out, or the rule fail."""
     logged = [{str(k) for k in s if metric_named(str(k))} for s in samples]
     every = set().union(*logged)
+    for number_, (sample, names) in enumerate(zip(samples, logged, strict=True), start=1):
+        if every - names:  # before the items' sizes are read off the first line
+            _unlike(path, sample, number_, f"logs no {sorted(every - names)[0]}")
     items = [m for m in every if (row := metric_named(m)) and row.corpus]
     sizes = {m: len(item_of(samples[0][m])) for m in items}
-    for number_, (sample, names) in enumerate(zip(samples, logged, strict=True), start=1):
-        odd = sorted(every - names)[:1] or [m for m in items if len(item_of(sample[m])) != sizes[m]]
+    for number_, sample in enumerate(samples, start=1):
+        odd = [m for m in items if len(item_of(sample[m])) != sizes[m]]
         if odd:
-            how = "logs no" if odd[0] not in names else "logs an item of another size for"
-            raise SamplesError(
-                f"{path}: doc {sample.get('doc_id')!r} (sample {number_}) {how} {odd[0]}, "
-                "unlike the other documents; the samples file was edited or is not "
-                "lm-eval's. Use the samples files of the run as written."
-            )
+            _unlike(path, sample, number_, f"logs an item of another size for {odd[0]}")
+
+
+def _unlike(path: Path, sample: Mapping[str, Any], number_: int, what: str) -> NoReturn:
+    raise SamplesError(
+        f"{path}: doc {sample.get('doc_id')!r} (sample {number_}) {what}, unlike the other "
+        "documents; the samples file was edited or is not lm-eval's. Use the samples files of "
+        "the run as written."
+    )
