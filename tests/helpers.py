@@ -355,6 +355,25 @@ def lm_eval_tasks(argv: list[str]) -> list[str]:
     return HarnessCLI()._parser.parse_args(argv[1:]).tasks
 
 
+def top_level_names(path: Path) -> set[str]:
+    """What the module at ``path`` defines at its top (classes, functions, assignments,
+    imports), read with ``ast``; a package ``__init__``'s ``_EXPORTS`` keys too."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
+                names |= set(ast.literal_eval(node.value))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
 # ------------------------------------------------------------------ a user's own quiz task
 
 # The class line a DC-PMI task's YAML carries (a YAML tag: yaml.safe_dump cannot write it).

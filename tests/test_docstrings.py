@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import top_level_names
 
 pytestmark = pytest.mark.fast
 
@@ -67,19 +68,7 @@ for _module in MODULES:
 
 def top_names(module: str) -> set[str]:
     """What ``module`` defines at its top, and what its package ``__init__`` exports."""
-    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in targets):
-                names |= set(ast.literal_eval(node.value))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return names
+    return top_level_names(MODULES[module])
 
 
 def resolves(dotted: str) -> bool:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import top_level_names
 
 # Every test here needs neither the model nor the data: the fast tier.
 pytestmark = pytest.mark.fast
@@ -268,20 +269,10 @@ def test_each_package_exports_what_its_modules_define():
     names (a class, function, assignment or import there), and ``__all__`` lists them."""
     exports = package_exports(ROOT)
     assert {"lm_eval_dcpmi.task", "lm_eval_dcpmi.rules", "lm_eval_dcpmi._harness"} <= set(exports)
+    found = modules(ROOT)
     for package, names in exports.items():
         for name, module in names.items():
-            path = modules(ROOT)[f"{package}.{module}"]
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            defined = set()
-            for node in tree.body:
-                if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
-                    defined.add(node.name)
-                elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    names = [t for target in targets for t in ast.walk(target)]
-                    defined |= {t.id for t in names if isinstance(t, ast.Name)}
-                elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                    defined |= {(a.asname or a.name).split(".")[0] for a in node.names}
+            defined = top_level_names(found[f"{package}.{module}"])
             assert name in defined, f"{package}: {name} is not defined in {module}"
 
 
