@@ -234,6 +234,15 @@ def differences(
         if isinstance(a, str) or isinstance(b, str):
             if a != b:
                 found.append(f"{key}: {a!r} -> {b!r}")
+        elif isinstance(a, tuple) or isinstance(b, tuple):
+            # numbers, not their text: -0.0 is 0.0 (the fifth fuzz run's one finding)
+            if not (
+                isinstance(a, tuple)
+                and isinstance(b, tuple)
+                and len(a) == len(b)
+                and all(same_number(x, y) for x, y in zip(a, b, strict=True))
+            ):
+                found.append(f"{key}: {a!r} -> {b!r}")
         elif not same_number(a, b):
             found.append(f"{key}: {a!r} -> {b!r}")
     return found[:limit] + ([f"and {len(found) - limit} more"] if len(found) > limit else [])
@@ -280,13 +289,13 @@ def optional_claim(key: tuple) -> bool:
 
 
 def _claimed(value: Any) -> Any:
-    """A number as a float; anything else as JSON text, its numbers as floats (a BC item's
-    gold index 1 is 1.0)."""
+    """A number as a float; a list of numbers as a tuple of floats (a BC item's gold index
+    1 is 1.0), compared number by number; anything else as JSON text."""
     as_number = number(value)
     if as_number is not None:
         return as_number
     if isinstance(value, list) and all(number(x) is not None for x in value):
-        value = [number(x) for x in value]
+        return tuple(number(x) for x in value)
     return json.dumps(value, default=str)
 
 

@@ -469,3 +469,31 @@ def test_merge_refuses_a_task_name_lm_eval_could_not_look_up(shard_runs, tmp_pat
     path.write_text(path.read_text().replace(json.dumps(SHARDED_TASK), json.dumps("\ud800")))
     err = refused(capsys, "merge", *shards, "--out", tmp_path / "out")
     assert "(\\ud800): names no task lm-eval could look up; no run of dcpmi run" in err
+
+
+@pytest.mark.slow
+def test_merge_keeps_a_gold_index_written_as_negative_zero(shard_runs, tmp_path, capsys):
+    # The fifth run's one finding was the fuzzer's own: it compared a BC item as JSON text,
+    # so a gold index -0.0 (the number 0) read as changed. merge accepts it, every number equal.
+    shards = _shards(shard_runs, tmp_path)
+    (path,) = shards[2].rglob("samples_*.jsonl")
+    before = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    edit_samples(shards[2], lambda lines: lines[15]["acc_bc"].__setitem__(-1, -0.0))
+    status, _out, err = run(capsys, "merge", *shards, "--out", tmp_path / "out")
+    assert status == 0, err
+    (merged,) = (tmp_path / "out").rglob("samples_*.jsonl")
+    lines = [json.loads(line) for line in merged.read_text(encoding="utf-8").splitlines()]
+    doc = next(line for line in lines if line["doc_id"] == before[15]["doc_id"])
+    assert doc["acc_bc"] == before[15]["acc_bc"] and before[15]["acc_bc"][-1] == 0.0
+
+
+@pytest.mark.fast
+def test_the_fuzz_oracle_compares_an_item_number_by_number():
+    from fuzz_helpers import _claimed, differences
+
+    key = ("samples", "dcpmi_cb", 47, "acc_bc")
+    item = [0.4367994120985781, 0.5574317338250127, 0.005768854076409251, 0.0]
+    assert differences({key: _claimed(item)}, {key: _claimed([*item[:3], -0.0])}) == []
+    assert differences({key: _claimed(item)}, {key: _claimed([*item[:3], 1.0])}) != []
+    assert differences({key: _claimed(item)}, {key: _claimed(item[:3])}) != []
+    assert differences({key: _claimed(item)}, {key: _claimed([*item[:3], "x"])}) != []
