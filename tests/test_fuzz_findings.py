@@ -110,6 +110,11 @@ def _answer_wrapped(lines: list[dict]) -> None:
             lambda lines: lines.insert(0, {"doc_id": 0}),
             "doc 0 (sample 1) logs no acc, unlike the other documents",
         ),
+        (  # '¹'.isdigit() holds, but int('¹') fails: was ValueError (found by grep, the
+            # sixth run's target '¹' in merge)
+            lambda lines: lines[3].update(doc_id="\u00b9"),
+            "doc_id '\u00b9' is not a document index",
+        ),
     ],
 )
 def test_the_report_refuses_samples_shaped_as_no_run_logs_them(tmp_path, capsys, edit, message):
@@ -249,6 +254,15 @@ def _set_result(key: str, value: object) -> Callable[[dict], None]:
             lambda data: data["results"][SHARDED_TASK].pop("pma,none"),
             "(dcpmi_cb, pma): is not reported, though the task's metric_list names it",
         ),
+        (  # was accepted (the sixth run): a reader takes it for the metric, nothing checked it
+            _set_result("acc_dcpmi,other", 0.5),
+            "(dcpmi_cb, acc_dcpmi,other): 0.5 is reported under the filter 'other'; a DC-PMI "
+            "task has lm-eval's one multiple-choice filter, none, so no run wrote it",
+        ),
+        (
+            _set_result("acc_dcpmi,", 0.99),
+            "(dcpmi_cb, acc_dcpmi,): 0.99 is reported under the filter ''",
+        ),
     ],
 )
 def test_verify_refuses_a_count_or_standard_error_no_run_reports(
@@ -370,6 +384,14 @@ def _item_text(lines: list[dict]) -> None:
     lines[0]["acc_bc"][2] = str(lines[0]["acc_bc"][2])
 
 
+def _argument_surrogate(lines: list[dict]) -> None:
+    lines[17]["arguments"]["gen_args_4"]["arg_0"] = "\ud800"  # was TypeError in the tokenizer
+
+
+def _target_superscript(lines: list[dict]) -> None:
+    lines[5]["target"] = "\u00b9"  # was ValueError: int('¹')
+
+
 def _argument_key(lines: list[dict]) -> None:
     arguments = lines[0]["arguments"]
     arguments["x/../y"] = arguments["gen_args_11"]
@@ -384,6 +406,8 @@ def _argument_key(lines: list[dict]) -> None:
         (_argument_key, "are not (context, continuation) requests"),
         (_answer_empty, "are not [loglikelihood, is_greedy] answers"),
         (_item_text, "is not an item of probabilities and the gold option's index"),
+        (_argument_surrogate, "its arguments hold a lone surrogate, text that no tokenizer"),
+        (_target_superscript, "doc 16: its target names no option"),
     ],
 )
 def test_merge_refuses_samples_shaped_as_no_run_logs_them(

@@ -42,6 +42,8 @@ def test_the_documents_drawn_depend_on_the_seed_alone():
     assert parse_count("all") is None and parse_count("12") == 12
     with pytest.raises(DCPMIError, match="--rescore 'some'"):
         parse_count("some")
+    with pytest.raises(DCPMIError, match="--rescore '\u00b2'"):  # isdigit(), not int: ValueError
+        parse_count("\u00b2")
 
 
 @pytest.mark.fast

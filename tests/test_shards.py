@@ -37,7 +37,9 @@ def test_shard_k_of_n_holds_every_nth_document_from_k_minus_1():
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("value", ["0/4", "5/4", "1/0", "2", "a/b", "-1/4", "1/4/2", ""])
+@pytest.mark.parametrize(
+    "value", ["0/4", "5/4", "1/0", "2", "a/b", "-1/4", "1/4/2", "", "\u00b9/2", "1/\u00b2"]
+)
 def test_a_shard_that_is_not_k_of_n_is_refused(value):
     with pytest.raises(DCPMIError, match=r"give K/N, shard K of N with 1 <= K <= N"):
         parse_shard(value)
@@ -156,6 +158,18 @@ def test_a_scheduler_shard_says_where_k_came_from():
             slurm_array(1, 1, 1, 1),
             "--shard slurm/0: N must be a whole number of shards, 1 or more (e.g. --shard "
             "slurm/8).",
+        ),
+        (  # '¹'.isdigit() holds, but int('¹') fails: was ValueError
+            "slurm/\u00b9",
+            slurm_array(1, 1, 1, 1),
+            "--shard slurm/\u00b9: N must be a whole number of shards, 1 or more (e.g. --shard "
+            "slurm/8).",
+        ),
+        (
+            "slurm",
+            {**slurm_array(1, 1, 1, 1), "SLURM_ARRAY_TASK_ID": "\u00b9"},
+            "--shard slurm: SLURM_ARRAY_TASK_ID is '\u00b9', not a whole number; run it as a "
+            "task of an array job (sbatch --array=1-N), or give --shard K/N.",
         ),
         (
             "kubernetes",

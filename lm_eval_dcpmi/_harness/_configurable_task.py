@@ -237,7 +237,7 @@ def unsupported_task_form(task: Any) -> str | None:
     if not release_05() or task._multiple_inputs or not len(task.eval_docs):
         return None
     text = task.doc_to_text(task.eval_docs[0])
-    if isinstance(text, int) or (isinstance(text, str) and text.isdigit()):
+    if isinstance(text, int) or (isinstance(text, str) and text.isdecimal()):
         return (
             "its doc_to_text gives an option index (lm-eval 0.4's multiple-input form), which "
             "lm-eval 0.5.0.dev1 does not build (it wants `multiple_inputs: true` and another "

@@ -71,7 +71,7 @@ def scheduler_shard(value: str, environ: Mapping[str, str], option: str) -> tupl
     spelled = f"{option} {value.strip()}"
     count = None
     if slash:
-        count = int(count_text) if count_text.isdigit() else 0
+        count = int(count_text) if count_text.isdecimal() else 0
         if count < 1:
             raise DCPMIError(
                 f"{spelled}: N must be a whole number of shards, 1 or more (e.g. {option} "
@@ -89,7 +89,7 @@ def scheduler_shard(value: str, environ: Mapping[str, str], option: str) -> tupl
 
 def _whole(environ: Mapping[str, str], name: str, spelled: str) -> int:
     text = environ.get(name)
-    if text is None or not text.strip().isdigit():
+    if text is None or not text.strip().isdecimal():
         shown = "not set" if text is None else f"{text!r}, not a whole number"
         raise DCPMIError(
             f"{spelled}: {name} is {shown}; run it as a task of an array job (sbatch "
@@ -144,7 +144,7 @@ def slurm_shard(
 def kubernetes_shard(count: int, environ: Mapping[str, str], spelled: str) -> tuple[int, int, str]:
     """K from ``JOB_COMPLETION_INDEX`` (0-based) of an Indexed Job of ``count`` completions."""
     text = environ.get(INDEX)
-    if text is None or not text.strip().isdigit():
+    if text is None or not text.strip().isdecimal():
         shown = "not set" if text is None else f"{text!r}, not a whole number"
         raise DCPMIError(
             f"{spelled}: {INDEX} is {shown} (not a pod of an Indexed Job); run it in a Job "

@@ -224,7 +224,7 @@ class PrefixHFLM(SelfCheck, HookedHFLM):
         With several processes it gathers every process's size and takes the smallest:
         a collective call, made by every process once per call, requests or not.
         """
-        if str(self.batch_size).isdigit():
+        if str(self.batch_size).isdecimal():
             return max(1, int(self.batch_size))
         if override_bs:
             return override_bs

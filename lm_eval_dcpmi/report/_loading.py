@@ -169,7 +169,11 @@ def _index_doc_ids(samples: Sequence[Mapping[str, Any]], where: str) -> None:
     """Every doc id is a document index (a whole number, or its digits as text)."""
     for sample in samples:
         value = sample.get("doc_id")
-        if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, str))
+            or not str(value).isdecimal()
+        ):
             raise SamplesError(f"{where}: doc_id {value!r} is not a document index")
 
 
@@ -184,7 +188,7 @@ def _doc_ids(
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, str))
-            or not (str(value).isdigit())
+            or not (str(value).isdecimal())
         ):
             raise SamplesError(f"{where}: doc_id {value!r} is not a document index")
         ids.append(int(value))

@@ -95,6 +95,12 @@ def shape_problem(sample: Mapping[str, Any]) -> str | None:
     arguments = sample.get("arguments")
     if arguments is not None and not _requests_shaped(arguments):
         return f"its arguments {_shown(arguments)} are not (context, continuation) requests"
+    if arguments is not None and not _utf8(arguments):
+        # lm-eval writes samples as UTF-8 and no tokenizer encodes such text (a traceback)
+        return (
+            "its arguments hold a lone surrogate, text that no tokenizer encodes and lm-eval "
+            "cannot write, so no run logged them"
+        )
     for key in ("filtered_resps", "resps"):
         answers = sample.get(key)
         if answers is not None and not (
@@ -169,6 +175,15 @@ def _requests_shaped(arguments: Any) -> bool:
         and isinstance(pair[1], str)
         for pair in arguments
     )
+
+
+def _utf8(arguments: Any) -> bool:
+    try:
+        for context, continuation in request_pairs(arguments):
+            (context + continuation).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _answer_shaped(answer: Any) -> bool:
@@ -250,7 +265,7 @@ def _gold(target: Any, requests: Sequence[tuple[str, str]]) -> int | None:
     if isinstance(target, (int, float)) and not isinstance(target, bool):
         return int(target) if 0 <= target < len(options) else None
     if isinstance(target, str):
-        if target.strip().lstrip("-").isdigit():
+        if re.fullmatch(r"-?[0-9]+", target.strip()):  # not isdigit(): int("¹") fails
             index = int(target)
             return index if 0 <= index < len(options) else None
         for i, option in enumerate(options):

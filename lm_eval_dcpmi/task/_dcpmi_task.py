@@ -423,7 +423,7 @@ def warn_if_every_process_scores_everything(world_size: int) -> None:
     `accelerate launch` on the CPU (or one GPU) every process is rank 0 of 1 and scores the
     whole run. Said once per process."""
     launched = os.environ.get("WORLD_SIZE", "1")
-    if launched.isdigit() and int(launched) > 1 and world_size == 1 and not _WARNED_WORLD:
+    if launched.isdecimal() and int(launched) > 1 and world_size == 1 and not _WARNED_WORLD:
         _WARNED_WORLD.append(True)
         log.warning(
             "%s processes were started (WORLD_SIZE=%s) but the model reports a world size "

@@ -89,7 +89,9 @@ def build_options(data: dict[str, Any], task: str, tokenizer: Any) -> BuildOptio
         if data.get(key) is not None and not isinstance(data.get(key), str):
             raise DCPMIError(f"its {key} is {data[key]!r}, not text; not a file lm-eval wrote")
     return BuildOptions(
-        num_fewshot=int(shots) if isinstance(shots, (int, str)) and str(shots).isdigit() else None,
+        num_fewshot=int(shots)
+        if isinstance(shots, (int, str)) and str(shots).isdecimal()
+        else None,
         fewshot_seed=int(seed) if isinstance(seed, int) else None,
         system_instruction=data.get("system_instruction") or None,
         chat_template=hf_chat_template(tokenizer(), template) if template else None,

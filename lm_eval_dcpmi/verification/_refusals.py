@@ -4,7 +4,8 @@
 * ``model_findings``: lm-eval's ``dummy`` model (random loglikelihoods) under a real
   model's name; an embedded model whose recorded file digest is not the installed file's.
 * ``value_findings``: a value of a DC-PMI task that is not finite or not in its metric's
-  range (an accuracy of ``Infinity``, ``NaN`` or 1.5; a negative or fractional count).
+  range (an accuracy of ``Infinity``, ``NaN`` or 1.5; a negative or fractional count), or
+  reported under a filter other than lm-eval's multiple-choice one, ``none``.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def _range_problem(metric: Metric, stderr: bool, value: Any) -> str | None:
 
 def value_findings(submission: Submission) -> list[Finding]:
     """Every value of the DC-PMI tasks' results entries that is not finite or not in its
-    metric's range (a NaN or infinite accuracy is never passed on), and every task's
+    metric's range (a NaN or infinite accuracy is never passed on) or reported under a
+    filter other than ``none`` (no run writes one, nothing would check it), and every task's
     document counts (``n-samples``) that are not two whole numbers, the scored within the
     split's."""
     found = []
@@ -107,7 +109,17 @@ def value_findings(submission: Submission) -> list[Finding]:
     for name in submission.tasks:
         entry = submission.data["results"].get(name) or {}
         for key, value in entry.items():
-            metric_name, _comma, _filter = str(key).partition(",")
+            metric_name, comma, filter_name = str(key).partition(",")
+            if comma and filter_name != "none":
+                # A reader of the file takes it for the metric's value, but nothing checks it.
+                found.append(
+                    Finding(
+                        f"{submission.path} ({name}, {key})",
+                        f"{_shown(value)} is reported under the filter {filter_name!r}; a DC-PMI "
+                        "task has lm-eval's one multiple-choice filter, none, so no run wrote it",
+                    )
+                )
+                continue
             stderr = metric_name.endswith("_stderr")
             metric = metric_named(metric_name.removesuffix("_stderr"))
             if metric is None:

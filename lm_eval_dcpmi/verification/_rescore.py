@@ -44,7 +44,7 @@ def parse_count(value: str) -> int | None:
     """``--rescore N`` (a whole number, 1 or more) or ``all`` (None)."""
     if value == "all":
         return None
-    if value.isdigit() and int(value) > 0:
+    if value.isdecimal() and int(value) > 0:
         return int(value)
     raise DCPMIError(
         f"--rescore {value!r}: give how many documents of each task to score again (e.g. "

@@ -171,7 +171,7 @@ def _reported(
     values, stderr = {}, {}
     for key, value in entry.items():
         name, _comma, filter_name = str(key).partition(",")
-        if filter_name not in ("none", "") or name.endswith("_stderr"):
+        if filter_name != "none" or name.endswith("_stderr"):
             continue
         metric = metric_named(name)
         if metric is None or metric.kind != kind:
@@ -180,7 +180,7 @@ def _reported(
         if number is None:
             continue
         values[name] = number
-        error = _number(entry.get(f"{name}_stderr,{filter_name or 'none'}"))
+        error = _number(entry.get(f"{name}_stderr,none"))
         if error is not None:
             stderr[name] = error
     return values, stderr
