@@ -263,6 +263,11 @@ def _set_result(key: str, value: object) -> Callable[[dict], None]:
             _set_result("acc_dcpmi,", 0.99),
             "(dcpmi_cb, acc_dcpmi,): 0.99 is reported under the filter ''",
         ),
+        (  # was accepted (the seventh run): a metric no table or metric_list names
+            _set_result("acc_fake,none", ""),
+            "(dcpmi_cb, acc_fake,none): '' is reported for a metric that neither the plugin's "
+            "metric table nor the task's metric_list names, so no run wrote it",
+        ),
     ],
 )
 def test_verify_refuses_a_count_or_standard_error_no_run_reports(
@@ -392,6 +397,10 @@ def _target_superscript(lines: list[dict]) -> None:
     lines[5]["target"] = "\u00b9"  # was ValueError: int('¹')
 
 
+def _hash_surrogate(lines: list[dict]) -> None:
+    lines[4]["target_hash"] = "\ud800"  # was UnicodeEncodeError hashing the merged task
+
+
 def _argument_key(lines: list[dict]) -> None:
     arguments = lines[0]["arguments"]
     arguments["x/../y"] = arguments["gen_args_11"]
@@ -408,6 +417,7 @@ def _argument_key(lines: list[dict]) -> None:
         (_item_text, "is not an item of probabilities and the gold option's index"),
         (_argument_surrogate, "its arguments hold a lone surrogate, text that no tokenizer"),
         (_target_superscript, "doc 16: its target names no option"),
+        (_hash_surrogate, "its target_hash '\\ud800' is not a sha256 digest (64 hex digits"),
     ],
 )
 def test_merge_refuses_samples_shaped_as_no_run_logs_them(

@@ -89,7 +89,8 @@ def item_of(value: Any) -> list[Any]:
 
 def shape_problem(sample: Mapping[str, Any]) -> str | None:
     """What of a logged sample is not shaped as lm-eval logs it (None when all is): its
-    requests (``arguments``), answers (``resps``, ``filtered_resps``) and per-document
+    requests (``arguments``), digests (``doc_hash`` ...: ``task_hash`` hashes them), answers
+    (``resps``, ``filtered_resps``) and per-document
     values (numbers; a corpus rule's item, a list of probabilities and the gold index).
     The readers index into these; a value of another shape would end in a traceback."""
     arguments = sample.get("arguments")
@@ -101,6 +102,10 @@ def shape_problem(sample: Mapping[str, Any]) -> str | None:
             "its arguments hold a lone surrogate, text that no tokenizer encodes and lm-eval "
             "cannot write, so no run logged them"
         )
+    for key in HASH_FIELDS:
+        digest = sample.get(key)
+        if digest is not None and not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
+            return f"its {key} {_shown(digest)} is not a sha256 digest (64 hex digits, lm-eval's)"
     for key in ("filtered_resps", "resps"):
         answers = sample.get(key)
         if answers is not None and not (
@@ -306,6 +311,7 @@ def document_options(
 
 
 HASH_FIELDS = ("doc_hash", "prompt_hash", "target_hash")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 def task_hash(samples: Sequence[Mapping[str, Any]]) -> str | None:

@@ -5,7 +5,8 @@
   model's name; an embedded model whose recorded file digest is not the installed file's.
 * ``value_findings``: a value of a DC-PMI task that is not finite or not in its metric's
   range (an accuracy of ``Infinity``, ``NaN`` or 1.5; a negative or fractional count), or
-  reported under a filter other than lm-eval's multiple-choice one, ``none``.
+  reported under a filter other than lm-eval's multiple-choice one, ``none``, or for a
+  metric neither the plugin's table nor the task's ``metric_list`` names.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import math
 from typing import Any
 
 from lm_eval_dcpmi._identity import EMBEDDED_ID, RANDOM_MODELS, installed_embedded_sha256
-from lm_eval_dcpmi.rules import Metric, metric_named
+from lm_eval_dcpmi.rules import Metric, listed_metrics, metric_named
 from lm_eval_dcpmi.verification._recompute import Finding, logged_number
 from lm_eval_dcpmi.verification._submission import Submission
 
@@ -75,7 +76,8 @@ def _range_problem(metric: Metric, stderr: bool, value: Any) -> str | None:
 def value_findings(submission: Submission) -> list[Finding]:
     """Every value of the DC-PMI tasks' results entries that is not finite or not in its
     metric's range (a NaN or infinite accuracy is never passed on) or reported under a
-    filter other than ``none`` (no run writes one, nothing would check it), and every task's
+    filter other than ``none`` or for a metric no table or ``metric_list`` names (no run
+    writes either, nothing would check it), and every task's
     document counts (``n-samples``) that are not two whole numbers, the scored within the
     split's."""
     found = []
@@ -106,8 +108,14 @@ def value_findings(submission: Submission) -> list[Finding]:
                     "in the split (effective and original, whole numbers) that lm-eval records",
                 )
             )
-    for name in submission.tasks:
+    for name, task in submission.tasks.items():
         entry = submission.data["results"].get(name) or {}
+        # a task's own metrics (lm-eval's, e.g. brier_score) are the ones its config lists;
+        # a group's, those its members list
+        members = [submission.tasks[m] for m in task.subtasks if m in submission.tasks]
+        own_metrics = frozenset().union(
+            *(listed_metrics(t.config) for t in (members if task.is_group else [task]))
+        )
         for key, value in entry.items():
             metric_name, comma, filter_name = str(key).partition(",")
             if comma and filter_name != "none":
@@ -123,6 +131,15 @@ def value_findings(submission: Submission) -> list[Finding]:
             stderr = metric_name.endswith("_stderr")
             metric = metric_named(metric_name.removesuffix("_stderr"))
             if metric is None:
+                if comma and metric_name.removesuffix("_stderr") not in own_metrics:
+                    found.append(
+                        Finding(
+                            f"{submission.path} ({name}, {key})",
+                            f"{_shown(value)} is reported for a metric that neither the "
+                            "plugin's metric table nor the task's metric_list names, so no "
+                            "run wrote it",
+                        )
+                    )
                 continue
             problem = _range_problem(metric, stderr, value)
             if problem:
