@@ -401,8 +401,7 @@ def _write(out: Path, data: dict[str, Any], samples_of: dict[str, list], where: 
 
 def _samples_writer(samples: list[dict[str, Any]]) -> Any:
     def write(path: Path) -> None:
-        # a lone surrogate of a logged string (its JSON escape, \\ud800) written back as it was
-        with path.open("w", encoding="utf-8", errors="backslashreplace") as file:
+        with path.open("w", encoding="utf-8") as file:
             for sample in samples:
                 file.write(json.dumps(sample, ensure_ascii=False, default=str) + "\n")
 

@@ -93,15 +93,18 @@ def shape_problem(sample: Mapping[str, Any]) -> str | None:
     (``resps``, ``filtered_resps``) and per-document
     values (numbers; a corpus rule's item, a list of probabilities and the gold index).
     The readers index into these; a value of another shape would end in a traceback."""
+    for key, value in sample.items():
+        if _lone_surrogate(key) or _lone_surrogate(value):
+            # lm-eval writes samples as UTF-8, which cannot hold one (a JSON escape, \\ud800,
+            # can); hashing, tokenizing or printing it would end in a traceback
+            field = _shown(key) if _lone_surrogate(key) else key
+            return (
+                f"a lone surrogate in its {field}, text that is no UTF-8 and lm-eval cannot "
+                "write, so no run logged it"
+            )
     arguments = sample.get("arguments")
     if arguments is not None and not _requests_shaped(arguments):
         return f"its arguments {_shown(arguments)} are not (context, continuation) requests"
-    if arguments is not None and not _utf8(arguments):
-        # lm-eval writes samples as UTF-8 and no tokenizer encodes such text (a traceback)
-        return (
-            "its arguments hold a lone surrogate, text that no tokenizer encodes and lm-eval "
-            "cannot write, so no run logged them"
-        )
     for key in HASH_FIELDS:
         digest = sample.get(key)
         if digest is not None and not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
@@ -182,13 +185,20 @@ def _requests_shaped(arguments: Any) -> bool:
     )
 
 
-def _utf8(arguments: Any) -> bool:
-    try:
-        for context, continuation in request_pairs(arguments):
-            (context + continuation).encode("utf-8")
-    except UnicodeEncodeError:
+def _lone_surrogate(value: Any) -> bool:
+    """Whether ``value`` (JSON as read: text, numbers, lists, objects) holds text that is
+    no UTF-8: a surrogate without its pair."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
         return False
-    return True
+    if isinstance(value, Mapping):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_lone_surrogate(item) for item in value)
+    return False
 
 
 def _answer_shaped(answer: Any) -> bool:
