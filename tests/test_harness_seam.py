@@ -145,3 +145,43 @@ def test_a_template_error_as_the_template_raised_it() -> None:
     other.__cause__ = KeyError("x")
     assert template_error(other) is other  # a user's function's own error stays itself
     assert template_error(undefined) is undefined  # 0.4 passes Jinja's error through
+
+
+def _lm_evals_apply_template():
+    """The function lm-eval renders a task's template strings with: 0.4's in
+    ``lm_eval.utils``, 0.5.0.dev1's in ``lm_eval/config/templates.py``."""
+    from lm_eval import utils
+
+    if hasattr(utils, "apply_template"):
+        return lambda template, doc: utils.apply_template(template, doc)
+    from lm_eval.config import templates
+
+    return templates.apply_template
+
+
+def test_each_template_is_compiled_once_and_renders_the_text_lm_eval_would(monkeypatch) -> None:
+    import uuid
+
+    import jinja2
+
+    import lm_eval_dcpmi.task._rendering  # noqa: F401  (the DC-PMI task's import turns it on)
+    from lm_eval_dcpmi._harness._templates import jinja_env, template_error
+
+    env = jinja_env()
+    compiled: list[str] = []
+    compile_ = env.from_string
+    monkeypatch.setattr(
+        env, "from_string", lambda source: compiled.append(source) or compile_(source)
+    )
+    apply = _lm_evals_apply_template()
+    # a template no other test has rendered (else its compiled form may be kept already)
+    marker = uuid.uuid4().hex
+    template = f"{{{{ premise }}}} {marker}: {{{{ options | map('affix', '[', ']') | join }}}}"
+    docs = [{"premise": f"doc {i}", "options": ["a", str(i)]} for i in range(40)]
+    texts = [apply(template, doc) for doc in docs]
+    assert compiled.count(template) == 1  # 0.4 compiled it 40 times
+    assert texts == [compile_(template).render(**doc) for doc in docs]
+    assert texts[7] == f"doc 7 {marker}: [a][7]"
+    with pytest.raises(Exception) as raised:  # a field the document lacks: Jinja's error
+        apply(template, {"premise": "no options"})
+    assert isinstance(template_error(raised.value), jinja2.UndefinedError)

@@ -9,7 +9,7 @@ it mirrors. The rest of the plugin imports only lm-eval's public names (the
 ``tests/test_harness_seam.py`` enforces it. When lm-eval changes, this package is the one
 place to adapt. Private to the plugin: its names are for the plugin's own parts.
 
-* ``_templates``: lm-eval's Jinja environment.
+* ``_templates``: lm-eval's Jinja environment, its templates compiled once.
 * ``_configurable_task``: the task class, its multiple-input flag, ``gen_prefix``, the
   prompt around a premise (``prompt_with_text``), requests and their answers, the few-shot
   sampler's random generator, the task logger.
@@ -87,6 +87,7 @@ _EXPORTS = {
     "request_cache_folder": "_runs",
     "true_doc_ids_in_logged_samples": "_runs",
     "check_servers_before_evaluate": "_servers",
+    "compile_templates_once": "_templates",
     "jinja_env": "_templates",
     "template_error": "_templates",
 }

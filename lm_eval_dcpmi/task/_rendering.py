@@ -11,7 +11,13 @@ from typing import Any
 
 import jinja2
 
-from lm_eval_dcpmi._harness import gen_prefix, jinja_env, prompt_with_text, template_error
+from lm_eval_dcpmi._harness import (
+    compile_templates_once,
+    gen_prefix,
+    jinja_env,
+    prompt_with_text,
+    template_error,
+)
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
 from lm_eval_dcpmi.rules import DOMAIN
 from lm_eval_dcpmi.task import _references as references
@@ -25,6 +31,9 @@ def affix(value: str, before: str = "", after: str = "") -> str:
 # lm-eval renders every template with this one Jinja environment (it registers
 # its own `regex_replace` filter the same way).
 jinja_env().filters.setdefault("affix", affix)
+# A DC-PMI task renders each template several times a document (its checks, its requests,
+# its reference contexts); lm-eval 0.4 would compile it anew each time.
+compile_templates_once()
 
 
 def fault(task: Any, doc: Any, doc_id: int | None, message: str) -> DCPMIConfigError:
