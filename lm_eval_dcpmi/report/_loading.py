@@ -181,17 +181,9 @@ def _doc_ids(
     row: TaskRow, scored: Sequence[Mapping[str, Any]], where: str, data: Mapping[str, Any]
 ) -> None:
     """Unique doc ids, within the task's documents; the first ``n`` when the run scored
-    them all or took the first ones (``--limit``), any ``n`` of them after ``--samples``."""
-    ids = []
-    for sample in scored:
-        value = sample.get("doc_id")
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, str))
-            or not (str(value).isdecimal())
-        ):
-            raise SamplesError(f"{where}: doc_id {value!r} is not a document index")
-        ids.append(int(value))
+    them all or took the first ones (``--limit``), any ``n`` of them after ``--samples``.
+    Each is a document index already (``_index_doc_ids``, on every sample)."""
+    ids = [int(sample["doc_id"]) for sample in scored]
     repeated = sorted(i for i, count in Counter(ids).items() if count > 1)
     if repeated:
         raise SamplesError(
