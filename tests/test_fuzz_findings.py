@@ -272,6 +272,17 @@ def _set_result(key: str, value: object) -> Callable[[dict], None]:
             "(dcpmi_cb, acc_fake,none): '' is reported for a metric that neither the plugin's "
             "metric table nor the task's metric_list names, so no run wrote it",
         ),
+        (  # was accepted (the ninth run): a standard error hidden as lm-eval's "N/A"
+            _set_result("acc_unc_stderr,none", "N/A"),
+            '(dcpmi_cb, acc_unc): reports its standard error as "N/A", which lm-eval writes '
+            "only for one document or with --bootstrap_iters 0, but the run's config records "
+            "bootstrap_iters 100000; the recomputed documents give 0.0",
+        ),
+        (  # was a traceback (the ninth run): random.sample in lm-eval's few-shot sampler
+            lambda data: data["n-shot"].update(dcpmi_cb=184),
+            "dcpmi_cb: its n-shot records 184 examples a document, which lm-eval cannot draw "
+            "from the task's few-shot documents (Sample larger than population",
+        ),
     ],
 )
 def test_verify_refuses_a_count_or_standard_error_no_run_reports(
@@ -280,6 +291,22 @@ def test_verify_refuses_a_count_or_standard_error_no_run_reports(
     folder = _whole(shard_runs, tmp_path)
     edit_results(folder, edit)
     assert message in refused(capsys, "verify", folder, status=1)
+
+
+@pytest.mark.slow
+def test_verify_accepts_standard_errors_of_na_from_a_run_without_bootstrapping(
+    shard_runs, tmp_path, capsys
+):
+    def without_bootstrapping(data: dict) -> None:  # lm_eval --bootstrap_iters 0 writes this
+        data["config"]["bootstrap_iters"] = 0
+        entry = data["results"][SHARDED_TASK]
+        entry.update({key: "N/A" for key in entry if key.endswith("_stderr,none")})
+
+    folder = _whole(shard_runs, tmp_path)
+    edit_results(folder, without_bootstrapping)
+    status, out, err = run(capsys, "verify", folder)
+    assert status == 0, err
+    assert "every number recomputes" in out
 
 
 def _metadata(key: str, value: object) -> Callable[[dict], None]:

@@ -153,7 +153,18 @@ def _rebuild(
             f"{name}: the samples log document {beyond[0]}, but the split built here has "
             f"{documents} documents (0-{documents - 1})."
         )
-    built = build_requests(task, doc_ids, options)
+    try:
+        built = build_requests(task, doc_ids, options)
+    except (ValueError, AssertionError) as error:
+        if not options.num_fewshot:
+            raise
+        # lm-eval's sampler: random.sample's ValueError, or its own assertions; a run with
+        # this n-shot would have ended the same way, so no run wrote it
+        raise DCPMIError(
+            f"{name}: its n-shot records {options.num_fewshot} examples a document, which "
+            f"lm-eval cannot draw from the task's few-shot documents ({error}); no run "
+            "used that n-shot."
+        ) from None
     by_id = {}
     for doc_id, instances in built.items():
         doc = instances[0].doc

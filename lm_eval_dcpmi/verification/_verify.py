@@ -29,6 +29,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import ReportError
@@ -264,6 +265,19 @@ def _against_results(
     entry = submission.data["results"].get(task.name) or {}
     if f"{metric}_stderr,none" not in entry and not math.isnan(stderr):
         found.append(Finding(where, "reports no standard error (lm-eval writes one)"))
+    if entry.get(f"{metric}_stderr,none") == "N/A" and not math.isnan(stderr):
+        iters = _bootstrap_iters(submission)
+        if iters is None or (isinstance(iters, int) and iters > 0):
+            # lm-eval writes "N/A" for a mean only without bootstrapping or for one document
+            found.append(
+                Finding(
+                    where,
+                    'reports its standard error as "N/A", which lm-eval writes only for one '
+                    "document or with --bootstrap_iters 0, but the run's config records "
+                    + (f"bootstrap_iters {iters!r}" if iters is not None else "none")
+                    + f"; the recomputed documents give {stderr!r}",
+                )
+            )
     reported_stderr = errors.get(metric)
     if (
         reported_stderr is not None
@@ -278,6 +292,13 @@ def _against_results(
             )
         )
     return found
+
+
+def _bootstrap_iters(submission: Submission) -> Any:
+    """The run's ``--bootstrap_iters`` as its results' config records it (every release
+    records it); None when it does not."""
+    config = submission.data.get("config")
+    return config.get("bootstrap_iters") if isinstance(config, dict) else None
 
 
 def _unreported(submission: Submission, task: TaskEntry, metric: str) -> list[Finding]:
