@@ -545,6 +545,22 @@ def test_merge_refuses_a_task_name_lm_eval_could_not_look_up(shard_runs, tmp_pat
 
 
 @pytest.mark.slow
+def test_merge_output_with_a_line_separator_inside_a_text_is_read_back(
+    shard_runs, tmp_path, capsys
+):
+    # the tenth run: U+0085 inside a logged text, written unescaped as lm-eval writes it,
+    # split the line where str.splitlines() read the merged samples (a JSONDecodeError)
+    shards = _shards(shard_runs, tmp_path)
+    edit_samples(shards[0], lambda lines: lines[9]["metrics"].__setitem__(8, "a\x85b\u2028c"))
+    status, _out, err = run(capsys, "merge", *shards, "--out", tmp_path / "out")
+    assert status == 0, err
+    (merged,) = (tmp_path / "out").rglob("samples_*.jsonl")
+    assert "a\x85b\u2028c" in merged.read_text(encoding="utf-8")  # unescaped, as lm-eval's
+    status, out, err = run(capsys, "verify", merged.parent)
+    assert status == 0, err
+
+
+@pytest.mark.slow
 def test_merge_keeps_a_gold_index_written_as_negative_zero(shard_runs, tmp_path, capsys):
     # The fifth run's one finding was the fuzzer's own: it compared a BC item as JSON text,
     # so a gold index -0.0 (the number 0) read as changed. merge accepts it, every number equal.

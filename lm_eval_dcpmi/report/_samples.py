@@ -58,7 +58,9 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     try:
         with open_regular(path, ReportError) as raw:  # a FIFO is refused, not waited on
             data = gzip.GzipFile(fileobj=raw).read() if path.suffix == ".gz" else raw.read()
-        lines = data.decode("utf-8").splitlines()
+        # JSON Lines end at "\n" only: str.splitlines also splits at U+0085 and U+2028,
+        # which lm-eval writes unescaped inside a document's text
+        lines = data.decode("utf-8").split("\n")
     except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:
         raise ReportError(f"{path}: cannot be read as a samples file ({error})") from None
     for number_, line in enumerate(lines, start=1):
