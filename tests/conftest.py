@@ -29,6 +29,7 @@ from helpers import (
     dcpmi_once,
     embedded_model_args,
     lm_eval_once,
+    plugin_task_manager,
 )
 
 
@@ -93,12 +94,9 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def task_manager(data_dir):
-    """A TaskManager that knows the plugin's tasks and the embedded model's tokenizer."""
-    from lm_eval.tasks import TaskManager
-
-    from lm_eval_dcpmi import task_configs_dir
-
-    return TaskManager(include_path=str(task_configs_dir()), metadata=embedded_model_args())
+    """A TaskManager that knows the plugin's tasks and the embedded model's tokenizer
+    (helpers.plugin_task_manager: the one ``evaluate`` uses)."""
+    return plugin_task_manager()
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ results are in report_helpers.py. Importing this module loads no model and reads
 from __future__ import annotations
 
 import fcntl
+import functools
 import importlib
 import importlib.metadata
 import json
@@ -145,16 +146,23 @@ def make_task(docs=None, **overrides) -> DCPMITask:
     return DCPMITask(config={k: v for k, v in config.items() if v is not None})
 
 
-def evaluate(hf_lm, tasks, task_manager=None, **kwargs) -> dict:
-    """lm-eval's ``simple_evaluate`` on a loaded model, samples logged."""
-    import lm_eval
+@functools.cache
+def plugin_task_manager():
+    """A TaskManager of lm-eval's tasks and the plugin's, with the embedded model's tokenizer
+    in its metadata: made once a process, since indexing lm-eval's ~15,000 YAML files takes
+    ~10 s (its ``load`` builds new tasks on every call, so tests may share it)."""
     from lm_eval.tasks import TaskManager
 
     from lm_eval_dcpmi import task_configs_dir
 
-    manager = task_manager or TaskManager(
-        include_path=str(task_configs_dir()), metadata=embedded_model_args()
-    )
+    return TaskManager(include_path=str(task_configs_dir()), metadata=embedded_model_args())
+
+
+def evaluate(hf_lm, tasks, task_manager=None, **kwargs) -> dict:
+    """lm-eval's ``simple_evaluate`` on a loaded model, samples logged."""
+    import lm_eval
+
+    manager = task_manager or plugin_task_manager()
     return lm_eval.simple_evaluate(
         model=hf_lm, tasks=tasks, task_manager=manager, log_samples=True, **kwargs
     )

@@ -86,6 +86,17 @@ def tokenizer_folder(tmp_path_factory) -> str:
     return str(tiny_model(tmp_path_factory.mktemp("served"), "llama"))
 
 
+@pytest.fixture(scope="module")
+def served_tasks():
+    """The plugin's tasks, with no model in the metadata (as a served model's run has),
+    indexed once for the module (~10 s each time)."""
+    from lm_eval.tasks import TaskManager
+
+    from lm_eval_dcpmi import task_configs_dir
+
+    return TaskManager(include_path=str(task_configs_dir()))
+
+
 def _model_args(folder: str, url: str) -> str:
     return f"model={folder},tokenizer={folder},base_url={url},num_concurrent=1,max_retries=1"
 
@@ -106,11 +117,10 @@ REFUSED = {
 
 @pytest.mark.usefixtures("data_dir")
 @pytest.mark.parametrize("mode", REFUSED)
-def test_a_server_without_prompt_logprobs_is_refused_before_scoring(tokenizer_folder, mode):
+def test_a_server_without_prompt_logprobs_is_refused_before_scoring(
+    tokenizer_folder, served_tasks, mode
+):
     import lm_eval
-    from lm_eval.tasks import TaskManager
-
-    from lm_eval_dcpmi import task_configs_dir
 
     with FakeServer(mode) as server, pytest.raises(DCPMIConfigError) as refused:
         lm_eval.simple_evaluate(
@@ -118,7 +128,7 @@ def test_a_server_without_prompt_logprobs_is_refused_before_scoring(tokenizer_fo
             model_args=_model_args(tokenizer_folder, server.url),
             tasks=["dcpmi_copa"],
             limit=2,
-            task_manager=TaskManager(include_path=str(task_configs_dir())),
+            task_manager=served_tasks,
         )
     message = str(refused.value)
     assert message.startswith(f"the server LocalCompletionsAPI at {server.url} (model ")
@@ -128,11 +138,8 @@ def test_a_server_without_prompt_logprobs_is_refused_before_scoring(tokenizer_fo
 
 
 @pytest.mark.usefixtures("data_dir")
-def test_an_honest_server_passes_the_probe_and_is_scored(tokenizer_folder):
+def test_an_honest_server_passes_the_probe_and_is_scored(tokenizer_folder, served_tasks):
     import lm_eval
-    from lm_eval.tasks import TaskManager
-
-    from lm_eval_dcpmi import task_configs_dir
 
     with FakeServer("honest") as server:
         out = lm_eval.simple_evaluate(
@@ -140,7 +147,7 @@ def test_an_honest_server_passes_the_probe_and_is_scored(tokenizer_folder):
             model_args=_model_args(tokenizer_folder, server.url),
             tasks=["dcpmi_copa"],
             limit=2,
-            task_manager=TaskManager(include_path=str(task_configs_dir())),
+            task_manager=served_tasks,
         )
     assert server.prompts == 4 + 2 * 2 * 2  # the probe, then 2 documents x 2 options x 2
     assert out["results"]["dcpmi_copa"]["acc_dcpmi,none"] in (0.0, 0.5, 1.0)
