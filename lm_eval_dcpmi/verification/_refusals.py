@@ -24,9 +24,7 @@ def model_findings(submission: Submission) -> list[Finding]:
     """A results file whose model cannot have made its numbers under the name it gives."""
     found = []
     where = str(submission.path)
-    config = (
-        submission.data.get("config") if isinstance(submission.data.get("config"), dict) else {}
-    )
+    config = submission.run_config
     model_type = config.get("model")
     if model_type in RANDOM_MODELS:
         found.append(

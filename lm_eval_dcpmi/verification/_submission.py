@@ -100,9 +100,19 @@ class Submission:
     unverifiable: dict[str, str] = field(default_factory=dict)
 
     @property
-    def limit(self) -> Any:
+    def run_config(self) -> dict[str, Any]:
+        """The results file's ``config`` (how the run was made); {} where it holds none."""
         config = self.data.get("config")
-        return config.get("limit") if isinstance(config, dict) else None
+        return config if isinstance(config, dict) else {}
+
+    @property
+    def limit(self) -> Any:
+        return self.run_config.get("limit")
+
+    @property
+    def bootstrap_iters(self) -> Any:
+        """The run's ``--bootstrap_iters`` (every release records it); None where absent."""
+        return self.run_config.get("bootstrap_iters")
 
     @property
     def partial_tasks(self) -> list[str]:

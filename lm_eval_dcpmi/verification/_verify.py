@@ -29,7 +29,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import ReportError
@@ -266,7 +265,7 @@ def _against_results(
     if f"{metric}_stderr,none" not in entry and not math.isnan(stderr):
         found.append(Finding(where, "reports no standard error (lm-eval writes one)"))
     if entry.get(f"{metric}_stderr,none") == "N/A" and not math.isnan(stderr):
-        iters = _bootstrap_iters(submission)
+        iters = submission.bootstrap_iters
         if iters is None or (isinstance(iters, int) and iters > 0):
             # lm-eval writes "N/A" for a mean only without bootstrapping or for one document
             found.append(
@@ -292,13 +291,6 @@ def _against_results(
             )
         )
     return found
-
-
-def _bootstrap_iters(submission: Submission) -> Any:
-    """The run's ``--bootstrap_iters`` as its results' config records it (every release
-    records it); None when it does not."""
-    config = submission.data.get("config")
-    return config.get("bootstrap_iters") if isinstance(config, dict) else None
 
 
 def _unreported(submission: Submission, task: TaskEntry, metric: str) -> list[Finding]:
