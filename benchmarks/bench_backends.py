@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import machine
+from common import Parser, machine, run_main
 
 DOCUMENTS = {"dcpmi_race_h": 24, "dcpmi_hellaswag": 40, "dcpmi_sst2": 100}
 BACKENDS = ("hf", "hf-prefix", "vllm", "vllm-prefix-caching")
@@ -143,7 +143,7 @@ def markdown(record: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(__doc__)
     default_model = Path(sys.prefix) / "models" / "SmolLM2-135M-Instruct-fp32"
     parser.add_argument("--model", default=str(default_model))
     parser.add_argument("--backends", default=",".join(BACKENDS))
@@ -211,4 +211,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -28,12 +28,15 @@ configuration already in the JSON is kept: a stopped run resumes). ``--configs``
 comma-separated subset; ``--work`` where the models are saved (default a temporary
 folder; each is deleted after its runs); ``--device cuda`` and ``--requests synthetic``
 (RACE- and HellaSwag-shaped made-up text, for a machine without the data) are what
-``benchmarks/device_check.sh`` uses on a GPU.
+``benchmarks/device_check.sh`` uses on a GPU. A wrong option (a tokenizer folder not there,
+``--device cuda`` where torch sees no GPU, no documents) or a record that is not JSON is
+refused in one line naming it, exit status 2, before anything loads (``common.Parser``).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import shutil
@@ -44,8 +47,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import machine
-from published_configs import CONFIGS, build_model
+from common import (
+    Parser,
+    Refused,
+    count_option,
+    device_option,
+    machine,
+    read_record,
+    run_main,
+)
+from published_configs import CONFIGS, build_model, tokenizer_option
 from sizes import (
     compare,
     markdown,
@@ -130,7 +141,7 @@ def run_config(name: str, args: argparse.Namespace, requests: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(__doc__)
     parser.add_argument("--configs", default=",".join(c for c in CONFIGS if c != "tiny-llama"))
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     parser.add_argument("--label", default=None, help="output name suffix (default: date)")
@@ -138,11 +149,12 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the saved models")
     parser.add_argument("--batch-size", default="4")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", type=device_option, default="cpu", help="cpu or cuda[:N]")
     parser.add_argument("--requests", default="data", choices=("data", "synthetic"))
-    parser.add_argument("--race", type=int, default=3, help="RACE-H documents")
-    parser.add_argument("--hellaswag", type=int, default=4, help="HellaSwag documents")
-    parser.add_argument("--tokenizer", default=None, help="a tokenizer folder (default: embedded)")
+    parser.add_argument("--race", type=count_option, default=3, help="RACE-H documents")
+    parser.add_argument("--hellaswag", type=count_option, default=4, help="HellaSwag documents")
+    parser.add_argument("--tokenizer", type=tokenizer_option, default=None,
+                        help="a tokenizer folder (default: embedded)")  # fmt: skip
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--dtype", help=argparse.SUPPRESS)
@@ -155,11 +167,12 @@ def main() -> None:
     unknown = [name for name in names if name not in CONFIGS]
     if unknown:
         parser.error(f"--configs: unknown {', '.join(unknown)}; known: {', '.join(CONFIGS)}")
-    host = machine()
-    label = args.label or host["date"][:10]
-    args.out.mkdir(parents=True, exist_ok=True)
+    if args.race + args.hellaswag == 0:
+        parser.error("--race 0 --hellaswag 0: no documents to score; give one of them 1 or more")
+    label = args.label or datetime.date.today().isoformat()
     path = args.out / f"sizes_{label}.json"
-    report = json.loads(path.read_text()) if path.exists() else {"machine": host, "configs": []}
+    report = read_sizes(path) if path.exists() else {"machine": machine(), "configs": []}
+    args.out.mkdir(parents=True, exist_ok=True)
     done = {row["config"] for row in report["configs"]}
     temporary = None
     if args.work is None:
@@ -185,5 +198,14 @@ def main() -> None:
         temporary.cleanup()
 
 
+def read_sizes(path: Path) -> dict[str, Any]:
+    """The record a run resumes (``--label``'s); refused in one line where it is not one."""
+    fix = "move it aside (this run then starts it afresh), or pass another --label"
+    report = read_record(path, fix)
+    if not isinstance(report, dict) or not isinstance(report.get("configs"), list):
+        raise Refused(f"{path}: not a bench_sizes record (no list of configs): {fix}")
+    return report
+
+
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -53,11 +53,13 @@ from typing import Any
 from common import (
     TOLERANCE,
     Encoded,
+    Parser,
     encode,
     load_model,
     machine,
     matmul_peak,
     model_shapes,
+    run_main,
     sample_documents,
     useful_flops,
 )
@@ -275,8 +277,16 @@ def run_full(names: Sequence[str], manager: Any, lm: Any, args: argparse.Namespa
               f"efficiency {full['efficiency']:.0%}", flush=True)  # fmt: skip
 
 
+def part_option(value: str) -> tuple[int, int]:
+    """``--part K/N`` (an argparse type): the K-th of N runs, 1 <= K <= N."""
+    k, slash, n = value.partition("/")
+    if not (slash and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise argparse.ArgumentTypeError(f"{value!r}: K/N with 1 <= K <= N, e.g. 1/4")
+    return int(k), int(n)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(__doc__)
     parser.add_argument("--tasks", default=None, help="comma-separated (default: the 16)")
     parser.add_argument("--share", type=float, default=0.02, help="sample share of documents")
     parser.add_argument("--min-docs", type=int, default=16)
@@ -287,21 +297,19 @@ def main() -> None:
     parser.add_argument("--label", default=None, help="output name suffix (default: date)")
     parser.add_argument("--out", type=Path, default=Path("results/benchmarks"))
     parser.add_argument("--full", type=Path, default=None, help="time full splits: records")
-    parser.add_argument("--part", default=None, help="K/N: the K-th of N runs of documents")
+    parser.add_argument("--part", type=part_option, default=None,
+                        help="K/N: the K-th of N runs of documents")  # fmt: skip
     parser.add_argument("--summary", type=Path, default=None, help="join the records of DIR")
     parser.add_argument("--model-args", default="", help="extra hf-prefix model arguments")
     args = parser.parse_args()
+    if args.summary and not args.summary.is_dir():
+        parser.error(f"--summary {args.summary}: no such folder; give the --full folder")
     if args.summary:
         joined = summary(args.summary)
         (args.summary / "suite.json").write_text(json.dumps(joined, indent=1) + "\n")
         (args.summary / "suite.md").write_text(summary_markdown(joined))
         print(summary_markdown(joined))
         return
-    if args.part:
-        k, n = (int(x) for x in args.part.split("/"))
-        if not 1 <= k <= n:
-            parser.error(f"--part {args.part}: K/N with 1 <= K <= N, e.g. 1/4")
-        args.part = (k, n)
 
     from lm_eval_dcpmi import _paper as paper
 
@@ -331,4 +339,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

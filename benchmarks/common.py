@@ -1,17 +1,23 @@
 """What the benchmarks share: the machine they run on, the embedded model as ``hf-prefix``,
 lm-eval's encoding of requests, document samples and the model's matmul shapes, peak and
-useful FLOPs. Imported by the benchmark scripts beside it (their folder is on
+useful FLOPs; and the one rule of their errors (``Parser``, ``Refused``, ``run_main``): a
+message of one line naming the option or file at fault and how to put it right, exit
+status 2, no traceback. Imported by the benchmark scripts beside it (their folder is on
 ``sys.path`` when they run as scripts; tests/test_bench_suite.py puts it there)."""
 
 from __future__ import annotations
 
+import argparse
 import datetime
+import json
 import os
 import platform
+import re
+import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 # hf-prefix against hf: each request's loglikelihood within this (benchmark records say).
 TOLERANCE = 1e-4
@@ -21,6 +27,88 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 Encoded = tuple[Any, list[int], list[int]]
+
+
+# ------------------------------------------------------------------ one-line errors
+class Refused(Exception):
+    """What a benchmark cannot run with, said in one line: the option or file at fault and
+    how to put it right. ``run_main`` ends the run with it (``fail``), no traceback."""
+
+
+def fail(message: str) -> NoReturn:
+    """``<script>: error: <message>``, one line on stderr, and exit status 2 (argparse's
+    for a usage error)."""
+    line = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    print(f"{Path(sys.argv[0]).name}: error: {line}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (``fail``), the option at fault
+    named; ``--help`` gives the usage."""
+
+    def __init__(self, doc: str | None, **kwargs: Any) -> None:
+        super().__init__(description=(doc or "").split("\n\n")[0], **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message} (see --help)")
+
+
+def run_main(main: Callable[[], object]) -> None:
+    """Run a benchmark's ``main``: a ``Refused`` raised anywhere in it ends the run in one
+    line (``fail``), not a traceback."""
+    try:
+        main()
+    except Refused as refused:
+        fail(str(refused))
+
+
+def device_option(value: str) -> str:
+    """``--device`` (an argparse type, so checked before anything loads): ``cpu``, or
+    ``cuda``/``cuda:N`` where torch sees that GPU."""
+    if value == "cpu":
+        return value
+    found = re.fullmatch(r"cuda(?::(\d+))?", value)
+    if not found:
+        raise argparse.ArgumentTypeError(f"{value!r}: cpu, cuda or cuda:N")
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if not count:
+        raise argparse.ArgumentTypeError(
+            f"{value}: torch sees no CUDA device on this machine; run on a GPU machine, "
+            "or pass --device cpu"
+        )
+    if found[1] is not None and int(found[1]) >= count:
+        raise argparse.ArgumentTypeError(
+            f"{value}: torch sees {count} CUDA device(s), cuda:0 to cuda:{count - 1}"
+        )
+    return value
+
+
+def count_option(value: str) -> int:
+    """A number of documents (an argparse type): a whole number, 0 or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value!r}: a whole number, 0 or more")
+    return number
+
+
+def read_record(path: Path, fix: str) -> Any:
+    """A benchmark's JSON record; one that is not valid JSON (a run cut while writing
+    it, an edit) is ``Refused`` in one line naming it, with ``fix``."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        where = (
+            f"{error.msg}: line {error.lineno}, column {error.colno}"
+            if isinstance(error, json.JSONDecodeError)
+            else "not UTF-8 text"
+        )
+        raise Refused(f"{path}: not valid JSON ({where}): {fix}") from None
 
 
 def encode(lm: Any, instances: Sequence[Any]) -> list[Encoded]:

@@ -11,7 +11,8 @@
 # its own, and reads the tokenizer from benchmarks/device/tokenizer (benchmarks/device_prepare.sh
 # fills both, here). The requests are made-up text of RACE-H's and HellaSwag's shape (the data
 # stays here). --tiny: a 2-layer Llama in bf16 on the CPU, batch size 4, in about a minute:
-# what CI runs, so that this script cannot rot.
+# what CI runs, so that this script cannot rot. Without --tiny where torch sees no GPU, it
+# says so in one line and exits 2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tiny=0
@@ -26,6 +27,20 @@ while [ $# -gt 0 ]; do
 done
 python=${DCPMI_PYTHON:-python3}
 if [ -x .venv/bin/python ] && [ -z "${DCPMI_PYTHON:-}" ]; then python=.venv/bin/python; fi
+if [ "$tiny" = 0 ]; then  # before anything is installed: a GPU, or one line saying so
+  gpu=0
+  "$python" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 3)" \
+    2>/dev/null || gpu=$?
+  if [ "$gpu" = 3 ]; then
+    echo "device_check: this check needs a GPU and torch sees none here: run it on a GPU" \
+      "machine, or pass --tiny for the CPU run" >&2
+    exit 2
+  elif [ "$gpu" != 0 ]; then
+    echo "device_check: $python cannot import torch: set DCPMI_PYTHON to a Python with" \
+      "PyTorch" >&2
+    exit 2
+  fi
+fi
 if ! "$python" -c "import lm_eval" 2>/dev/null; then
   if ! ls benchmarks/device/wheels/*.whl >/dev/null 2>&1; then
     echo "device_check: lm_eval does not import and benchmarks/device/wheels is empty:" \
@@ -47,7 +62,6 @@ fi
 if [ "$tiny" = 1 ]; then
   run=(--configs tiny-llama --device cpu --batch-size 4 --race 1 --hellaswag 1 --label tiny)
 else
-  "$python" -c "import torch; assert torch.cuda.is_available(), 'no CUDA device'"
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
   run=(--configs llama-3.2-1b-bf16,llama-3.1-8b --device cuda --batch-size auto --label device)
 fi

@@ -28,7 +28,6 @@ writes ``profile_<label>.json`` and prints a summary.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
@@ -38,11 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from common import (
+    Parser,
     encode,
     load_model,
     machine,
     matmul_peak,
     model_shapes,
+    run_main,
     sample_documents,
     useful_flops,
 )
@@ -138,7 +139,7 @@ def profile_sample(lm: Any, requests: Sequence[Any], vocab: int) -> dict[str, An
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(__doc__)
     parser.add_argument("--tasks", default="dcpmi_hellaswag,dcpmi_race_h")
     parser.add_argument("--documents", type=int, default=48, help="sample size per task")
     parser.add_argument("--blocks", type=int, default=8)
@@ -181,4 +182,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

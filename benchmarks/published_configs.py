@@ -4,9 +4,12 @@ FLOPs and memory, with no download (``bench_sizes.py``, ``device_check.sh``)."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from common import Refused
 
 
 @dataclass(frozen=True)
@@ -115,11 +118,32 @@ def parameter_counts(model: Any) -> dict[str, int]:
             "head": config.hidden_size * config.vocab_size}  # fmt: skip
 
 
+def tokenizer_option(value: str) -> str:
+    """``--tokenizer`` (an argparse type): a folder a tokenizer was saved in."""
+    folder = Path(value)
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{value}: no such folder; give a folder a tokenizer was saved in "
+            "(save_pretrained), or leave --tokenizer out for the embedded model's"
+        )
+    if not any((folder / name).is_file() for name in ("tokenizer_config.json", "tokenizer.json")):
+        raise argparse.ArgumentTypeError(
+            f"{value}: no tokenizer_config.json or tokenizer.json in it; give a folder a "
+            "tokenizer was saved in (save_pretrained), or leave --tokenizer out"
+        )
+    return value
+
+
 def load_tokenizer(folder: str | None) -> Any:
     from transformers import AutoTokenizer
 
     if folder:
-        return AutoTokenizer.from_pretrained(folder)
+        try:
+            return AutoTokenizer.from_pretrained(folder)
+        except (OSError, ValueError) as error:
+            said = str(error).strip()
+            first = said.splitlines()[0] if said else type(error).__name__
+            raise Refused(f"--tokenizer {folder}: transformers cannot load it ({first})") from None
     from lm_eval_dcpmi import embedded
 
     args = embedded.model_args()

@@ -4,11 +4,10 @@ of a timed suite joined per task (``summary``, ``summary_markdown``, for ``--sum
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from common import TOLERANCE
+from common import TOLERANCE, Refused, read_record
 
 
 def within_tolerance(record: dict[str, Any]) -> bool:
@@ -81,7 +80,10 @@ def summary(folder: Path) -> dict[str, Any]:
     by_task: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(folder.glob("*.json")):
         if path.name != "suite.json":
-            record = json.loads(path.read_text())
+            fix = "move it out of the folder, or run --full again for its task"
+            record = read_record(path, fix)
+            if not isinstance(record, dict) or "task" not in record:
+                raise Refused(f"{path}: not a bench_suite --full record (no task): {fix}")
             by_task.setdefault(record["task"], []).append(record | {"file": path.name})
     # A suite time adds up one machine's records only: by the CPU's name, and by its
     # vector extensions where recorded (older records lack them).
