@@ -7,6 +7,7 @@ hand-edited copies of them for every shard `merge` must refuse.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -85,6 +86,8 @@ def slurm_array(task: int, first: int, last: int, count: int, step: int = 1) -> 
         ("slurm/8", slurm_array(3, 1, 8, 8), Shard(3, 8)),
         ("slurm/8", slurm_array(3, 3, 3, 1), Shard(3, 8)),  # shard 3 submitted again
         ("slurm/8", slurm_array(5, 2, 5, 2), Shard(5, 8)),  # --array=2,5
+        ("slurm/8", slurm_array(4, 2, 6, 3, step=2), Shard(4, 8)),  # --array=2-6:2
+        ("slurm/8", {**slurm_array(3, 1, 8, 8), "SLURM_ARRAY_TASK_ID": "03"}, Shard(3, 8)),
         ("kubernetes/4", {"JOB_COMPLETION_INDEX": "0"}, Shard(1, 4)),
         ("k8s/4", {"JOB_COMPLETION_INDEX": "3"}, Shard(4, 4)),
     ],
@@ -168,8 +171,9 @@ def test_a_scheduler_shard_says_where_k_came_from():
         (
             "slurm",
             {**slurm_array(1, 1, 1, 1), "SLURM_ARRAY_TASK_ID": "\u00b9"},
-            "--shard slurm: SLURM_ARRAY_TASK_ID is '\u00b9', not a whole number; run it as a "
-            "task of an array job (sbatch --array=1-N), or give --shard K/N.",
+            "--shard slurm: SLURM_ARRAY_TASK_ID is '\u00b9', not a whole number in the digits "
+            "0-9 alone; run it as a task of an array job (sbatch --array=1-N), or give --shard "
+            "K/N.",
         ),
         (
             "kubernetes",
@@ -193,9 +197,9 @@ def test_a_scheduler_shard_says_where_k_came_from():
         (
             "k8s/4",
             {"JOB_COMPLETION_INDEX": "-1"},
-            "--shard k8s/4: JOB_COMPLETION_INDEX is '-1', not a whole number (not a pod of "
-            "an Indexed Job); run it in a Job with completionMode: Indexed and completions: "
-            "4, or give --shard K/N.",
+            "--shard k8s/4: JOB_COMPLETION_INDEX is '-1', not a whole number in the digits "
+            "0-9 alone (not a pod of an Indexed Job); run it in a Job with completionMode: "
+            "Indexed and completions: 4, or give --shard K/N.",
         ),
     ],
 )
@@ -203,6 +207,206 @@ def test_scheduler_variables_missing_or_unfit_are_refused_in_one_line(value, env
     with pytest.raises(DCPMIError) as refused:
         parse_shard(value, environ=environ)
     assert str(refused.value) == message
+
+
+FIX = (
+    "SLURM sets these variables itself: unset any set by hand and submit the job with sbatch "
+    "--array=1-{n}, or give --shard K/N."
+)
+
+
+def refusal(value: str, environ: dict[str, str]) -> str:
+    with pytest.raises(DCPMIError) as refused:
+        parse_shard(value, environ=environ)
+    return str(refused.value)
+
+
+@pytest.mark.fast
+def test_slurm_task_id_0_of_the_array_1_to_8_is_refused_not_shard_0_of_8():
+    # was Shard(0, 8): documents -1 (Python's last), 7, 15, ...
+    assert refusal("slurm", slurm_array(0, 1, 8, 8)) == (
+        "--shard slurm: SLURM_ARRAY_TASK_ID is 0, outside the array 1-8 (8 tasks); "
+        + FIX.format(n="N")
+    )
+
+
+@pytest.mark.fast
+def test_slurm_task_id_9_of_the_array_1_to_8_is_refused_not_shard_9_of_8():
+    # was Shard(9, 8): documents 8, 16, ..., shard 1's
+    assert refusal("slurm", slurm_array(9, 1, 8, 8)) == (
+        "--shard slurm: SLURM_ARRAY_TASK_ID is 9, outside the array 1-8 (8 tasks); "
+        + FIX.format(n="N")
+    )
+
+
+@pytest.mark.fast
+def test_slurm_n_task_id_6_for_4_shards_is_refused_not_shard_6_of_4():
+    assert refusal("slurm/4", slurm_array(6, 1, 4, 4)) == (
+        "--shard slurm/4: SLURM_ARRAY_TASK_ID is 6, outside the array 1-4 (4 tasks); "
+        + FIX.format(n=4)
+    )
+    assert refusal("slurm/4", slurm_array(6, 6, 6, 1)) == (  # --array=6: a consistent array
+        "--shard slurm/4: the array 6-6 (1 task) holds indices outside the shards 1-4; "
+        "submit --array=1-4, or only the shards to run again (e.g. --array=3)."
+    )
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("task", [0, 1])
+def test_an_empty_slurm_array_is_refused_in_one_line_not_a_traceback(task):
+    # was ValueError: range() arg 3 must not be zero
+    assert refusal("slurm", slurm_array(task, 1, 0, 0)) == (
+        "--shard slurm: SLURM_ARRAY_TASK_COUNT is 0, so the array 1-0 (0 tasks) is empty; "
+        + FIX.format(n="N")
+    )
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("value", "environ", "message"),
+    [
+        (
+            "slurm",
+            slurm_array(1, 1, 8, 8, step=0),
+            "SLURM_ARRAY_TASK_STEP is 0, so the array 1-8:0 (8 tasks) never steps on; "
+            + FIX.format(n="N"),
+        ),
+        (
+            "slurm",
+            slurm_array(1, 1, 8, 9),
+            "SLURM_ARRAY_TASK_COUNT is 9, but an array 1-8 holds 2 to 8 tasks; "
+            + FIX.format(n="N"),
+        ),
+        (
+            "slurm",
+            slurm_array(1, 1, 1, 2),
+            "SLURM_ARRAY_TASK_COUNT is 2, but an array 1-1 holds 1 task; " + FIX.format(n="N"),
+        ),
+        (
+            "slurm/8",
+            slurm_array(1, 1, 7, 5, step=2),
+            "SLURM_ARRAY_TASK_COUNT is 5, but an array 1-7:2 holds 2 to 4 tasks; "
+            + FIX.format(n=8),
+        ),
+        (
+            "slurm/8",
+            slurm_array(3, 5, 3, 2),
+            "SLURM_ARRAY_TASK_MIN is 5, above SLURM_ARRAY_TASK_MAX in the array 5-3 (2 tasks); "
+            + FIX.format(n=8),
+        ),
+        (
+            "slurm/8",
+            slurm_array(2, 3, 5, 3),
+            "SLURM_ARRAY_TASK_ID is 2, outside the array 3-5 (3 tasks); " + FIX.format(n=8),
+        ),
+        (
+            "slurm/8",
+            slurm_array(4, 1, 7, 4, step=2),
+            "SLURM_ARRAY_TASK_ID is 4, between the indices of the array 1-7:2 (4 tasks), 2 "
+            "apart; " + FIX.format(n=8),
+        ),
+        (
+            "slurm",
+            {**slurm_array(1, 1, 8, 8), "SLURM_ARRAY_TASK_ID": "-1"},
+            "SLURM_ARRAY_TASK_ID is '-1', not a whole number in the digits 0-9 alone; run it as "
+            "a task of an array job (sbatch --array=1-N), or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            {**slurm_array(1, 1, 8, 8), "SLURM_ARRAY_TASK_ID": " 3"},
+            "SLURM_ARRAY_TASK_ID is ' 3', not a whole number in the digits 0-9 alone; run it as "
+            "a task of an array job (sbatch --array=1-N), or give --shard K/N.",
+        ),
+        (
+            "slurm",
+            {**slurm_array(1, 1, 8, 8), "SLURM_ARRAY_TASK_MAX": "9" * 5000},
+            "SLURM_ARRAY_TASK_MAX is a number of 5000 digits, larger than any scheduler's; run "
+            "it as a task of an array job (sbatch --array=1-N), or give --shard K/N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "\u00b9"},
+            "JOB_COMPLETION_INDEX is '\u00b9', not a whole number in the digits 0-9 alone (not "
+            "a pod of an Indexed Job); run it in a Job with completionMode: Indexed and "
+            "completions: 4, or give --shard K/N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": " 3"},
+            "JOB_COMPLETION_INDEX is ' 3', not a whole number in the digits 0-9 alone (not a "
+            "pod of an Indexed Job); run it in a Job with completionMode: Indexed and "
+            "completions: 4, or give --shard K/N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "\u0663"},  # ARABIC-INDIC DIGIT THREE: int() reads it
+            "JOB_COMPLETION_INDEX is '\u0663', not a whole number in the digits 0-9 alone (not "
+            "a pod of an Indexed Job); run it in a Job with completionMode: Indexed and "
+            "completions: 4, or give --shard K/N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "9" * 5000},  # int() would fail past 4300 digits
+            "JOB_COMPLETION_INDEX is a number of 5000 digits, larger than any scheduler's (not "
+            "a pod of an Indexed Job); run it in a Job with completionMode: Indexed and "
+            "completions: 4, or give --shard K/N.",
+        ),
+        (
+            "k8s/4",
+            {"JOB_COMPLETION_INDEX": "9" * 18},
+            f"JOB_COMPLETION_INDEX is {'9' * 18}, but 4 shards are indices 0-3; give the Job's "
+            "completions as N.",
+        ),
+    ],
+)
+def test_scheduler_values_that_are_no_index_of_the_array_are_refused(value, environ, message):
+    assert refusal(value, environ) == f"--shard {value}: {message}"
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("value", ["slurm", "slurm/4"])
+def test_no_slurm_array_gives_a_shard_outside_it_or_its_n(value):
+    """Every SLURM array environment of numbers 0-5: a refusal, or K inside the array."""
+    numbers, accepted = range(6), 0
+    for task, first, last, tasks, step in itertools.product(numbers, repeat=5):
+        environ = slurm_array(task, first, last, tasks, step)
+        try:
+            shard = parse_shard(value, environ=environ)
+        except DCPMIError as refused:
+            assert "\n" not in str(refused)
+            continue
+        assert 1 <= first <= shard.index <= last <= shard.count, environ
+        assert step >= 1 and (shard.index - first) % step == 0, environ
+        assert min(shard.indices(10), default=0) >= 0
+        accepted += 1
+    # slurm: the arrays 1-N, N 1..5 (1 + 2 + ... + 5); slurm/4: each consistent array within
+    # 1-4 (any step, any count its range holds) and each task on it
+    assert accepted == {"slurm": 15, "slurm/4": 58}[value]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(
+    ("index", "count"), [(0, 8), (9, 8), (1, 0), (0, 0), (-1, 4), (True, 2), (1.0, 2)]
+)
+def test_a_shard_refuses_k_below_1_above_n_or_n_below_1_when_made(index, count):
+    with pytest.raises(DCPMIError) as refused:
+        Shard(index, count)
+    assert str(refused.value) == (
+        f"shard {index!r}/{count!r} is not K/N, shard K of N with whole numbers 1 <= K <= N "
+        "(e.g. --shard 1/4 ... --shard 4/4)."
+    )
+
+
+@pytest.mark.fast
+def test_no_shard_deals_a_negative_document_index():
+    for count in range(1, 10):
+        for index in range(1, count + 1):
+            for documents in range(0, 25):
+                assert all(i >= 0 for i in Shard(index, count).indices(documents))
+    forced = Shard(1, 8)
+    object.__setattr__(forced, "index", 0)  # past the frozen dataclass's guard
+    with pytest.raises(DCPMIError, match=r"shard 0/8 is not K/N"):
+        forced.indices(10)
 
 
 @pytest.mark.fast

@@ -8,12 +8,16 @@ computes them.
   ``SLURM_ARRAY_TASK_COUNT``), since any other array leaves shards that never run or
   numbers that are not shards. With ``slurm/N``, N is given and the array may be any of
   the shards 1..N: the whole run (``--array=1-N``), or the ones submitted again after a
-  failure (``--array=3``, ``--array=2,5``).
+  failure (``--array=3``, ``--array=2,5``). Either way the array's variables must agree
+  (1 task or more, a step of 1 or more, a count its range can hold) and hold the ID, on its
+  step: SLURM sets them itself, so any other (e.g. ID 0 or 9 of the array 1-8) was set by
+  hand, and is refused rather than dealing documents to a shard that is none.
 * **Kubernetes** (an Indexed Job, ``completionMode: Indexed``): K is
   ``JOB_COMPLETION_INDEX + 1`` (the index starts at 0); a pod is not told the Job's
   ``completions``, so N is given: ``kubernetes/N`` (or ``k8s/N``).
 
-Missing variables, or values that do not fit, are refused in one line naming the variable.
+Missing variables, or values that do not fit (each a whole number in the digits 0-9 alone,
+at most 18 of them), are refused in one line naming the variable and its value.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ ARRAY = (
     "SLURM_ARRAY_TASK_STEP",
 )
 INDEX = "JOB_COMPLETION_INDEX"
-_FORM = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_FORM = re.compile(r"^\s*([0-9]{1,18})\s*/\s*([0-9]{1,18})\s*$")
+_DIGITS = re.compile(r"[0-9]+")
+_MOST_DIGITS = 18  # any array index or count fits, and no number shown runs on
 
 
 def parse_shard(
@@ -71,7 +77,8 @@ def scheduler_shard(value: str, environ: Mapping[str, str], option: str) -> tupl
     spelled = f"{option} {value.strip()}"
     count = None
     if slash:
-        count = int(count_text) if count_text.isdecimal() else 0
+        number = _number(count_text)
+        count = number if isinstance(number, int) else 0
         if count < 1:
             raise DCPMIError(
                 f"{spelled}: N must be a whole number of shards, 1 or more (e.g. {option} "
@@ -87,15 +94,58 @@ def scheduler_shard(value: str, environ: Mapping[str, str], option: str) -> tupl
     return kubernetes_shard(count, environ, spelled)
 
 
+def _number(text: str | None) -> int | str:
+    """``text`` as a whole number when it is one in the digits 0-9 alone (what a scheduler
+    writes), else why not: "not set", or the value as a user sees it."""
+    if text is None:
+        return "not set"
+    if not _DIGITS.fullmatch(text):
+        shown = text if len(text) <= 24 else f"{text[:20]}..."
+        return f"{shown!r}, not a whole number in the digits 0-9 alone"
+    if len(text) > _MOST_DIGITS:
+        return f"a number of {len(text)} digits, larger than any scheduler's"
+    return int(text)
+
+
 def _whole(environ: Mapping[str, str], name: str, spelled: str) -> int:
-    text = environ.get(name)
-    if text is None or not text.strip().isdecimal():
-        shown = "not set" if text is None else f"{text!r}, not a whole number"
+    number = _number(environ.get(name))
+    if isinstance(number, str):
         raise DCPMIError(
-            f"{spelled}: {name} is {shown}; run it as a task of an array job (sbatch "
+            f"{spelled}: {name} is {number}; run it as a task of an array job (sbatch "
             "--array=1-N), or give --shard K/N."
         )
-    return int(text)
+    return number
+
+
+def _check_array(
+    spelled: str, task: int, first: int, last: int, tasks: int, step: int, count: int | None
+) -> str:
+    """The array, as shown, once SLURM's array variables agree with each other and hold
+    ``task``: an empty array, a step of 0, a count its range cannot hold, or an ID outside
+    it or between its indices (variables set or changed by hand) is refused."""
+    array = f"{first}-{last}" + (f":{step}" if step != 1 else "")
+    array += f" ({tasks} task{'s' if tasks != 1 else ''})"
+    fix = (
+        "SLURM sets these variables itself: unset any set by hand and submit the job with "
+        f"sbatch --array=1-{'N' if count is None else count}, or give --shard K/N."
+    )
+    fewest, most = (1 if first == last else 2), (last - first) // max(step, 1) + 1
+    if tasks < 1:
+        wrong = f"SLURM_ARRAY_TASK_COUNT is {tasks}, so the array {array} is empty"
+    elif step < 1:
+        wrong = f"SLURM_ARRAY_TASK_STEP is {step}, so the array {array} never steps on"
+    elif first > last:
+        wrong = f"SLURM_ARRAY_TASK_MIN is {first}, above SLURM_ARRAY_TASK_MAX in the array {array}"
+    elif not fewest <= tasks <= most:
+        holds = f"{fewest} task" if fewest == most else f"{fewest} to {most} tasks"
+        wrong = f"SLURM_ARRAY_TASK_COUNT is {tasks}, but an array {array.split()[0]} holds {holds}"
+    elif not first <= task <= last:
+        wrong = f"{ARRAY[0]} is {task}, outside the array {array}"
+    elif (task - first) % step:
+        wrong = f"{ARRAY[0]} is {task}, between the indices of the array {array}, {step} apart"
+    else:
+        return array
+    raise DCPMIError(f"{spelled}: {wrong}; {fix}")
 
 
 def slurm_shard(
@@ -113,8 +163,7 @@ def slurm_shard(
             "or give --shard K/N."
         )
     task, first, last, tasks, step = (_whole(environ, name, spelled) for name in ARRAY)
-    array = f"{first}-{last}" + (f":{step}" if step != 1 else "")
-    array += f" ({tasks} task{'s' if tasks != 1 else ''})"
+    array = _check_array(spelled, task, first, last, tasks, step, count)
     where = f"{ARRAY[0]}={task} of the array {array}"
     if count is not None:  # the run's N, and some or all of its shards
         if first < 1 or last > count:
@@ -143,14 +192,12 @@ def slurm_shard(
 
 def kubernetes_shard(count: int, environ: Mapping[str, str], spelled: str) -> tuple[int, int, str]:
     """K from ``JOB_COMPLETION_INDEX`` (0-based) of an Indexed Job of ``count`` completions."""
-    text = environ.get(INDEX)
-    if text is None or not text.strip().isdecimal():
-        shown = "not set" if text is None else f"{text!r}, not a whole number"
+    index = _number(environ.get(INDEX))
+    if isinstance(index, str):
         raise DCPMIError(
-            f"{spelled}: {INDEX} is {shown} (not a pod of an Indexed Job); run it in a Job "
+            f"{spelled}: {INDEX} is {index} (not a pod of an Indexed Job); run it in a Job "
             f"with completionMode: Indexed and completions: {count}, or give --shard K/N."
         )
-    index = int(text)
     if index >= count:
         raise DCPMIError(
             f"{spelled}: {INDEX} is {index}, but {count} shards are indices 0-{count - 1}; "

@@ -3,11 +3,14 @@
 Shard K of N holds the documents whose index i has ``i % N == K - 1``, as lm-eval's own
 data parallelism deals them to its ranks (``utils.create_iterator``: ``islice(rank, None,
 world_size)``): every shard gets the same mix of a split's parts (HellaSwag's ActivityNet
-and WikiHow halves), and the N shards together hold each document exactly once. lm-eval
-scores them as ``--samples`` indices (their samples keep the split's document ids); the
-results file records the shard under ``dcpmi.shard``, which ``dcpmi merge`` reads to join
-the shards into one run. ``--shard slurm`` (or ``slurm/N``, ``kubernetes/N``) reads K and N
-from the scheduler's array job instead (``cli/_shard_option.py`` reads the option).
+and WikiHow halves), and the N shards together hold each document exactly once. K and N are
+whole numbers with 1 <= K <= N: ``Shard`` refuses any other, so no shard starts at a
+negative index (``-1``, Python's last document). lm-eval scores them as ``--samples``
+indices (their samples keep the split's document ids); the results file records the shard
+under ``dcpmi.shard``, which ``dcpmi merge`` reads to join the shards into one run.
+``--shard slurm`` (or ``slurm/N``, ``kubernetes/N``) reads K and N from the scheduler's
+array job instead (``cli/_shard_option.py`` reads the option, and checks K against the
+array before any shard is made).
 """
 
 from __future__ import annotations
@@ -30,15 +33,37 @@ class Shard:
     # where a scheduler's spelling found K (e.g. "SLURM_ARRAY_TASK_ID=3 of the array 1-8")
     source: str = field(default="", compare=False)
 
+    def __post_init__(self) -> None:
+        check_shard(self.index, self.count)
+
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 
     def indices(self, documents: int) -> list[int]:
-        """This shard's document indices of a split of ``documents``, in order."""
+        """This shard's document indices of a split of ``documents``, in order: from
+        ``index - 1``, never below 0 (checked again here, where a negative start would
+        deal Python's last document, ``-1``, into the shard)."""
+        check_shard(self.index, self.count)
         return list(range(self.index - 1, documents, self.count))
 
     def as_dict(self) -> dict[str, int]:
         return {"index": self.index, "count": self.count}
+
+
+def check_shard(index: object, count: object) -> None:
+    """A ``DCPMIError`` unless ``index``/``count`` is K/N, whole numbers with 1 <= K <= N:
+    every shard's start, K - 1, is then a document index 0 or more."""
+    if not (
+        isinstance(index, int)
+        and isinstance(count, int)
+        and not isinstance(index, bool)
+        and not isinstance(count, bool)
+        and 1 <= index <= count
+    ):
+        raise DCPMIError(
+            f"shard {index!r}/{count!r} is not K/N, shard K of N with whole numbers "
+            f"1 <= K <= N (e.g. {SHARD_OPTION} 1/4 ... {SHARD_OPTION} 4/4)."
+        )
 
 
 def refuse_unmergeable(shard: Shard, tasks: Mapping[str, Any]) -> None:
