@@ -30,7 +30,8 @@ COUNTS = [m for m in METRICS if m.kind == "count"]
 # a row anywhere among them (the views follow it); these must stay as they are.
 PAPER = ("acc_unc", "acc", "acc_avg", "acc_norm", "acc_dcpmi")  # the paper's five methods
 MEASURES = ("pma", "pma_domain")  # PMA, after the premise and after the domain premise
-KNOWN = (*PAPER, "acc_cc", "acc_bc", *MEASURES, "truncated", "unranked")
+COUNTED = ("truncated", "unranked", "tied_domain")  # per task, summed
+KNOWN = (*PAPER, "acc_cc", "acc_bc", *MEASURES, *COUNTED)
 
 
 def known(names) -> list[str]:
@@ -43,7 +44,7 @@ def test_the_table_and_its_views():
     assert known(scoring.ACCURACIES) == list(PAPER)
     assert scoring.METHODS == scoring.ACCURACIES
     assert known(scoring.ALL_ACCURACIES) == [*PAPER, "acc_cc", "acc_bc"]
-    assert scoring.COUNTS == ("truncated", "unranked")
+    assert scoring.COUNTS == COUNTED
     assert scoring.MEASURES == MEASURES
     assert known(scoring.GROUP_METRICS) == list(PAPER)
     assert scoring.REQUIRED == ("acc_unc", "acc", "acc_avg", "acc_dcpmi")  # not Char: added later
@@ -113,11 +114,10 @@ def test_nothing_outside_the_tables_names_a_metric():
 
 def test_a_task_reports_what_its_reference_contexts_and_labels_allow():
     names = [m.name for m in scoring.task_metrics(["domain"], fixed_labels=False)]
-    assert names == [*scoring.ACCURACIES, *MEASURES, "truncated", "unranked"]
+    assert names == [*scoring.ACCURACIES, *MEASURES, *COUNTED]
     names = [m.name for m in scoring.task_metrics(["domain", "empty", "answer"], True)]
     assert names == [
-        *scoring.ALL_ACCURACIES, "acc_pmi_empty", "acc_pmi_answer", *MEASURES, "truncated",
-        "unranked",
+        *scoring.ALL_ACCURACIES, "acc_pmi_empty", "acc_pmi_answer", *MEASURES, *COUNTED,
     ]  # fmt: skip
     assert scoring.metric_named("acc_pmi_empty") == scoring.pmi_metric("empty")
     assert scoring.metric_named("acc_pmi_") is None and scoring.metric_named("nope") is None
@@ -159,6 +159,7 @@ def test_the_metric_list_a_task_gets_is_unchanged():
         {"metric": "pma_domain", "aggregation": "mean", "higher_is_better": None},
         {"metric": "truncated", "aggregation": total, "higher_is_better": False},
         {"metric": "unranked", "aggregation": total, "higher_is_better": False},
+        {"metric": "tied_domain", "aggregation": total, "higher_is_better": False},
     ]
 
 

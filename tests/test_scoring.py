@@ -183,7 +183,7 @@ def test_pma_of_options_near_probability_0_by_log_sum_exp():
 
 def test_measures_are_reported_after_the_accuracies_with_no_direction():
     names = [m.name for m in scoring.task_metrics(("domain",), fixed_labels=True)]
-    assert names[-4:] == ["pma", "pma_domain", "truncated", "unranked"]
+    assert names[-5:] == ["pma", "pma_domain", "truncated", "unranked", "tied_domain"]
     assert scoring.MEASURES == ("pma", "pma_domain")
     for name in scoring.MEASURES:
         row = scoring.METRIC_BY_NAME[name]

@@ -10,8 +10,11 @@ from typing import Any
 
 from lm_eval_dcpmi.report import _stats as stats
 from lm_eval_dcpmi.report._results import LABELS, METHODS, MISSING, NA, TaskRow, percent
+from lm_eval_dcpmi.rules import HEADLINE
 
 DAGGER = "†"  # the best method's lead over the runner-up is significant
+# DC-PMI counts documents on which it tied every option (``TaskRow.tied_domain``)
+TIED_MARK = "‡"
 
 
 def md_cell(text: str) -> str:
@@ -64,8 +67,16 @@ def marked_cells(row: TaskRow) -> list[str]:
         text = score_text(row, method)
         if method in best:
             text = f"**{text}**" + (DAGGER if significant else "")
+        if method == HEADLINE and has_ties(row):
+            text += TIED_MARK
         cells.append(text)
     return cells
+
+
+def has_ties(row: TaskRow) -> bool:
+    """Some of the row's documents had domain requests that were their conditional
+    requests: DC-PMI scored every option 0 there, and the tie rule picked option 0."""
+    return row.tied_domain is not None and row.tied_domain > 0
 
 
 def header(first: str, *others: str) -> list[str]:

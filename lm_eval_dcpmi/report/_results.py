@@ -25,6 +25,7 @@ from lm_eval_dcpmi.rules import (
     HEADLINE,
     MASS,
     REQUIRED,
+    TIED_DOMAIN,
     TRUNCATED,
     metric_named,
 )
@@ -53,6 +54,9 @@ class TaskRow:
     n: int | None = None  # documents scored
     n_total: int | None = None  # documents in the task's evaluation split
     truncated: float | None = None  # requests longer than the model's context (NaN: unknown)
+    # documents whose domain requests are their conditional requests (DC-PMI ties there);
+    # None: the results file does not count them (written before the plugin did, or a group)
+    tied_domain: float | None = None
     is_group: bool = False
     # method -> per-document 1.0/0.0 (NaN where not computed), and measure -> per-document
     # number, in doc_id order; only when the run logged samples (--log_samples).
@@ -256,6 +260,7 @@ def _row(name: str, entry: Mapping[str, Any], is_group: bool) -> TaskRow | None:
         task=name,
         scores={m: v for m, v in values.items() if v is not None},
         truncated=metric(entry, TRUNCATED),
+        tied_domain=metric(entry, TIED_DOMAIN),
         is_group=is_group,
         extra={k: v for k, v in extra.items() if v is not None},
         measures={k: v for k, v in measures.items() if v is not None},

@@ -20,7 +20,9 @@ from lm_eval_dcpmi.report import (
 )
 from lm_eval_dcpmi.report._formatting import (
     DAGGER,
+    TIED_MARK,
     csv_text,
+    has_ties,
     header,
     lead_p_value,
     limit_text,
@@ -33,7 +35,7 @@ from lm_eval_dcpmi.report._formatting import (
 )
 from lm_eval_dcpmi.report._results import LABELS, METHODS, RunResults, TaskRow, run_from_dict
 from lm_eval_dcpmi.report._summary import has_summary, summary_markdown
-from lm_eval_dcpmi.rules import METRIC_BY_NAME, TRUNCATED
+from lm_eval_dcpmi.rules import METRIC_BY_NAME, TIED_DOMAIN, TRUNCATED
 from lm_eval_dcpmi.task import derived_label
 
 INTRODUCTION = (
@@ -93,6 +95,21 @@ def _derived_premise_notes(run: RunResults) -> list[str]:
         )
         for rule, tasks in by_rule.items()
     ]
+
+
+def _tied_note(rows: Sequence[TaskRow]) -> str:
+    """What the DC-PMI cells marked ``TIED_MARK`` count: the tasks' ``TIED_DOMAIN``."""
+    counts = ", ".join(
+        f"{r.task} {int(r.tied_domain or 0)}" + (f" of {r.n}" if r.n is not None else "")
+        for r in rows
+    )
+    return (
+        f"{TIED_MARK}: DC-PMI is no measure of the method on some documents ({TIED_DOMAIN}: "
+        f"{counts}): their domain requests are their conditional requests (a domain premise "
+        "that renders as the premise, or a premise that is its own last word), so every "
+        "option scores 0 and the tie rule picks option 0. Write a domain premise that is not "
+        "the premise."
+    )
 
 
 def _unfair_prefix_note(run: RunResults) -> str:
@@ -155,6 +172,9 @@ def notes(run: RunResults, *, intervals_follow: bool = False) -> list[str]:
             + "."
         )
     found += _derived_premise_notes(run)
+    tied = [r for r in run.rows if not r.is_group and has_ties(r)]
+    if tied:
+        found.append(_tied_note(tied))
     shots = {t: k for t, k in run.n_shot.items() if k not in (0, None, "0")}
     if shots:
         found.append("Few-shot: " + ", ".join(f"{t} {k}-shot" for t, k in shots.items()) + ".")

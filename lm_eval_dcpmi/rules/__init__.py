@@ -26,6 +26,7 @@ _EXPORTS = {
     "Metric": "_scoring",
     "PLAIN": "_scoring",
     "REQUIRED": "_scoring",
+    "TIED_DOMAIN": "_scoring",
     "TRUNCATED": "_scoring",
     "UNRANKED": "_scoring",
     "accuracies": "_scoring",

@@ -104,6 +104,19 @@ class Layout:
         free = {name: cut[i] for i, (kind, name) in enumerate(names) if kind == "content_free"}
         return Blocks(cut[0], references, free if carrier else None)
 
+    def tied(self, pairs: Sequence[T], n_options: int, carrier: bool) -> tuple[str, ...]:
+        """The reference contexts whose requests are the document's conditional requests,
+        option for option (``pairs``: each request's (context, continuation)): PMI under
+        them scores every option 0, whatever the model.
+
+        >>> Layout().tied([("Q: x?", " a"), ("Q: x?", " b")] * 2, 2, False)
+        ('domain',)
+        """
+        blocks = self.blocks(pairs, n_options, carrier)
+        return tuple(
+            name for name, block in blocks.references.items() if block == blocks.conditional
+        )
+
     def labelled(
         self, per_request: Sequence[T], n_options: int, carrier: bool
     ) -> list[tuple[str, int, T]]:

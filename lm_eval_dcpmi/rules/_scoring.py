@@ -298,14 +298,18 @@ METRICS: tuple[Metric, ...] = (
            kind="count", higher_is_better=False, needs_tokenizer=True, in_first_release=True),
     Metric(name="unranked", rule="documents on which some method had no finite score to rank",
            kind="count", higher_is_better=False),
+    Metric(name="tied_domain", rule="documents whose domain requests are their conditional "
+           "requests: DC-PMI scores every option 0 and the tie rule picks option 0",
+           kind="count", higher_is_better=False),
 )  # fmt: skip
 # The table's names that other modules use as keys (never as a decision about a metric):
 # the paper's method, which reports lead with and test the others against; lm-eval's
-# plain score, beside which the calibrations are shown; the two counts; the probability mass
-# on the options (after the premise, after the domain premise), which the report's surface
-# form competition section sorts the documents by.
+# plain score, beside which the calibrations are shown; the counts (``TIED_DOMAIN``: the
+# task counts it where it builds the requests, and the report marks DC-PMI beside it); the
+# probability mass on the options (after the premise, after the domain premise), which the
+# report's surface form competition section sorts the documents by.
 HEADLINE, PLAIN = "acc_dcpmi", "acc"
-TRUNCATED, UNRANKED = "truncated", "unranked"
+TRUNCATED, UNRANKED, TIED_DOMAIN = "truncated", "unranked", "tied_domain"
 MASS, DOMAIN_MASS = "pma", "pma_domain"
 
 

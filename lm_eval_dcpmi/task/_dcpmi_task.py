@@ -35,7 +35,9 @@ from lm_eval_dcpmi._harness import (
 from lm_eval_dcpmi.data import loading_json, task_data_files
 from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
 from lm_eval_dcpmi.rules import (
+    DOMAIN,
     METHODS,
+    TIED_DOMAIN,
     TRUNCATED,
     UNRANKED,
     DocumentScores,
@@ -61,7 +63,7 @@ from lm_eval_dcpmi.task import (
     _request_checks as request_checks,
 )
 from lm_eval_dcpmi.task._derive import with_base_task
-from lm_eval_dcpmi.task._document_store import DocumentScoring, PendingDocuments
+from lm_eval_dcpmi.task._document_store import DocumentScoring, PendingDocuments, document_key
 from lm_eval_dcpmi.task._tokens import (
     TokenCounter,
     counter_for_metadata,
@@ -122,6 +124,7 @@ class DCPMITask(task_class()):  # lm-eval's ConfigurableTask
             if r.kind == "premise"
         }
         self._pending = PendingDocuments()
+        self._tied: set[str] = set()  # documents (by key) whose domain requests are conditional
         self.build_options: dict[str, Any] = {}
         self._carrier_due = False  # the next document built carries the content-free requests
         self._content_free: dict[str, list[float]] | None = None  # their scores, once known
@@ -259,19 +262,45 @@ class DCPMITask(task_class()):  # lm-eval's ConfigurableTask
         for instance in self.instances:
             by_doc.setdefault(instance.doc_id, []).append(instance)
         self._pending = PendingDocuments()
+        self._tied = set()
+        tied: list[tuple[int, dict, str]] = []
         scored_texts: set[str] = set()  # options and reference contexts, for the token check
         for doc_id, requests in by_doc.items():
             requests.sort(key=lambda r: r.idx)
             doc = requests[0].doc
             entry = self._document_scoring(doc, doc_id, requests, counter)
             self._pending.add(doc, entry)
+            pairs = [tuple(r.arguments[:2]) for r in requests]
+            if DOMAIN in self.layout.tied(pairs, entry.n_options, entry.carrier):
+                self._tied.add(document_key(doc))
+                tied.append((doc_id, doc, requests[0].arguments[0]))
             scored_texts.update(r.arguments[1] for r in requests)
             scored_texts.update(r.arguments[0] for r in requests[entry.n_options :])
+        if tied:
+            self._warn_tied(tied, len(by_doc))
         if counter is not None:
             for warning in literal_special_token_warnings(
                 scored_texts, counter.tokenizer, self.config.task, self.config_source
             ):
                 log.warning(warning)
+
+    def _warn_tied(self, tied: list[tuple[int, dict, str]], n: int) -> None:
+        """Documents whose domain requests are their conditional requests (the same
+        context: a written premise that renders as the prompt, a premise that is its own
+        last word): DC-PMI scores every option 0 on them, and the tie rule's option 0 is no
+        pick of the method's. Counted by ``TIED_DOMAIN``; said once per build."""
+        doc_id, doc, context = tied[0]
+        source = f" ({doc['source']})" if isinstance(doc, dict) and doc.get("source") else ""
+        log.warning(
+            "%s (%s): %d of %d documents have domain requests that are their conditional "
+            "requests (first: document %d%s, context %s): DC-PMI scores every option 0 there "
+            "and the tie rule picks option 0, which says nothing of the method. Their number "
+            "is the task's `%s` metric, and `dcpmi report` marks DC-PMI beside it. Write a "
+            "domain premise that is not the premise (`domain_premise:` in the task's YAML, or "
+            "--dcpmi_task TASK=PREMISE).",
+            self.config.task, self.config_source, len(tied), n, doc_id, source,
+            rendering.shown(context), TIED_DOMAIN,
+        )  # fmt: skip
 
     def _document_scoring(
         self, doc: dict, doc_id: int, requests: list[Instance], counter: TokenCounter | None
@@ -407,7 +436,8 @@ class DCPMITask(task_class()):  # lm-eval's ConfigurableTask
                 self.config.task,
                 doc.get("source", "a document") if isinstance(doc, dict) else "a document",
             )
-        return document_metrics({**own, **values, TRUNCATED: entry.truncated})
+        tied = float(document_key(doc) in self._tied)
+        return document_metrics({**own, **values, TRUNCATED: entry.truncated, TIED_DOMAIN: tied})
 
 
 __all__ = ["METHODS", "DCPMIConfigError", "DCPMITask", "dcpmi_metric_list"]

@@ -19,7 +19,10 @@ import jinja2
 import jinja2.meta
 
 from lm_eval_dcpmi._harness import jinja_env, multiple_inputs, raw_target
+from lm_eval_dcpmi.errors import DCPMIConfigError
+from lm_eval_dcpmi.rules import DOMAIN, TIED_DOMAIN
 from lm_eval_dcpmi.task import _null_fields as null_fields
+from lm_eval_dcpmi.task import _references as references
 from lm_eval_dcpmi.task._document_store import RenderedPremises
 from lm_eval_dcpmi.task._rendering import content_free_doc, fault, field_names, rendered, shown
 from lm_eval_dcpmi.task._tokens import TokenCounter
@@ -84,6 +87,8 @@ def check_documents(task: Any, counter: TokenCounter | None) -> RenderedPremises
     duplicated: list[tuple[int, Any, str]] = []
     normalized: list[tuple[int, Any, str]] = []  # the same text in two Unicode forms
     answered: dict[str, list[tuple[int, Any, str]]] = {}  # premise -> docs it shows the gold
+    # reference context -> the documents whose premise has no last word shorter than itself
+    wordless: dict[str, list[tuple[int, Any, str]]] = {}
     single: list[tuple[int, Any, str]] = []
     # (doc_id, doc, option, continuation) of continuations longer than the window in UTF-8
     # bytes: no tokenizer makes more tokens than bytes (byte-level BPE, byte fallback), so
@@ -99,11 +104,18 @@ def check_documents(task: Any, counter: TokenCounter | None) -> RenderedPremises
             raise fault(task, doc, doc_id, problem)
         choices = document_choices(task, doc, doc_id)
         gold = gold_index(task, doc, doc_id, choices)
-        texts = {}
+        texts, premise = {}, None
         for reference in task.references:
             text = texts[reference.name] = task.premise_text(reference, doc, doc_id)
             if reference.kind == "premise" and _shows_only(text, choices, gold):
                 answered.setdefault(reference.name, []).append((doc_id, doc, ""))
+            if reference.kind == "last_word":  # premise_text refused a premise that is no text
+                if premise is None:
+                    premise = rendered(task, "doc_to_text", task.doc_to_text, doc, doc_id)
+                if not references.has_last_word(premise):
+                    wordless.setdefault(reference.name, []).append(
+                        (doc_id, doc, f", {shown(premise)}")
+                    )
         premises.add(doc, texts)
         if task.content_free_fields:
             fixed_labels = _check_fixed_labels(task, doc, doc_id, choices, fixed_labels)
@@ -127,6 +139,7 @@ def check_documents(task: Any, counter: TokenCounter | None) -> RenderedPremises
             continuations = {k: f"{delimiter}{choice}" for k, choice in enumerate(choices)}
         long += [(doc_id, doc, k, t) for k, t in continuations.items() if len(t.encode()) > window]
     name = f"{task.config.task} ({task.config_source})"
+    _check_last_words(task, name, wordless)
     if duplicated:
         log.warning(
             "%s: %s duplicate options (%s); identical options score alike and the "
@@ -157,6 +170,49 @@ def check_documents(task: Any, counter: TokenCounter | None) -> RenderedPremises
     if counter is not None and long:
         _check_option_lengths(task, counter, long)
     return premises
+
+
+# A domain premise derived by the last-word rule is refused when at least this share of the
+# documents has no last word shorter than its premise: DC-PMI would tie on most of them.
+NO_LAST_WORD_SHARE = 0.5
+_NO_LAST_WORD = (
+    "no whitespace inside it (one word, punctuation alone, or a script written without "
+    "spaces, such as Chinese or Japanese), so it is its own last word"
+)
+_WRITE_ONE = (
+    "write the domain premise instead (`domain_premise:` in the task's YAML, or "
+    "--dcpmi_task TASK=PREMISE)"
+)
+
+
+def _check_last_words(
+    task: Any, name: str, wordless: dict[str, list[tuple[int, Any, str]]]
+) -> None:
+    """The last-word rule (``_references.last_word``) gives a premise without whitespace
+    inside it no shorter premise: the reference context is then the premise itself, and
+    PMI under it scores every option 0 (the tie rule picks option 0). A derived domain
+    premise is refused when most documents have none; otherwise they are named in a
+    warning (their domain requests are counted by ``TIED_DOMAIN`` when built)."""
+    n = len(task.eval_docs)
+    for reference, docs in wordless.items():
+        if reference == DOMAIN and len(docs) >= NO_LAST_WORD_SHARE * n:
+            raise DCPMIConfigError(
+                f"task {name}: the domain premise is each document's last word (none is "
+                f"written), but the premise (doc_to_text) of {len(docs)} of {n} documents has "
+                f"{_NO_LAST_WORD} ({_first(docs)}): DC-PMI would compare it with itself, score "
+                f"every option 0 and pick option 0; {_WRITE_ONE}."
+            )
+        if reference == DOMAIN:
+            what, then = "domain premise", f"; the task's `{TIED_DOMAIN}` metric counts them"
+        else:
+            what, then = f"reference context {reference!r}", ""
+        log.warning(
+            "%s: the %s is each document's last word, but the premise (doc_to_text) of %d of "
+            "%d documents has %s (%s): PMI there measures the premise against itself (without "
+            "few-shot examples every option scores 0 and option 0 wins%s). To score them, %s.",
+            name, what, len(docs), n, _NO_LAST_WORD, _first(docs), then,
+            _WRITE_ONE if reference == DOMAIN else "give it a premise of its own",
+        )  # fmt: skip
 
 
 def _alike(choices: list[str]) -> tuple[str, str]:

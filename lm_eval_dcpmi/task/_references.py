@@ -10,7 +10,9 @@ DC-PMI task has the paper's, named ``domain`` (its ``domain_premise:``, written,
 * ``{kind: empty}``: lm-eval's unconditional context, the empty string (the model then
   conditions on its prefix token, as for lm-eval's ``acc_mutual_info``);
 * ``{kind: last_word}``: the last word of the document's premise, with its leading space
-  (the paper's rule for HellaSwag).
+  (the paper's rule for HellaSwag; ``last_word``). A premise with no whitespace inside it
+  has no last word shorter than itself: the task refuses the derived domain premise when
+  most documents are such, and counts and names them otherwise (``_document_checks``).
 
 ``content_free_fields:`` names the document fields that carry its input (SST-2:
 ``[sentence]``). The task then also scores contextual calibration (Zhao et al. 2021):
@@ -60,15 +62,39 @@ class ReferenceContext:
 
 
 def last_word(premise: str) -> str:
-    """The premise's last word with its leading space: ``premise[premise.rfind(' '):]``
-    (the paper's HellaSwag rule), after trailing whitespace; the whole premise when it has
-    no space.
+    r"""The premise's last word with the whitespace before it, after trailing whitespace
+    (the paper's HellaSwag rule, ``premise[premise.rfind(' '):]``): from its last ASCII
+    space on. A premise without an ASCII space splits at its last whitespace of any kind,
+    what ``str.split()`` splits on (a tab, a newline, a no-break space U+00A0, an
+    ideographic space U+3000). A premise without any (one word, punctuation alone, Chinese
+    or Japanese text) is its own last word: it has no shorter premise
+    (``has_last_word``), and the task counts or refuses it (docs/custom-tasks.md).
 
     >>> last_word("A man is sitting on a roof. he")
     ' he'
+    >>> last_word("Q: What colour is fresh snow?\nA:")  # the last ASCII space, as ever
+    ' snow?\nA:'
+    >>> last_word("Non-breaking\u00a0space\u00a0end")
+    '\xa0end'
+    >>> last_word("Snow")
+    'Snow'
     """
     text = premise.rstrip()
-    return text[max(text.rfind(" "), 0) :]
+    start = text.rfind(" ")
+    if start < 0:
+        start = max((i for i, c in enumerate(text) if c.isspace()), default=0)
+    return text[start:]
+
+
+def has_last_word(premise: str) -> bool:
+    r"""Whether ``last_word`` gives ``premise`` a shorter premise: its text, without the
+    whitespace around it, holds whitespace (``str.isspace``) between two words. A premise
+    of one word, of punctuation alone, or in a script written without spaces has none.
+
+    >>> [has_last_word(p) for p in ("Snow", "?!", " Snow ", "Tab\tlast", "今天天气很好。")]
+    [False, False, False, True, False]
+    """
+    return any(c.isspace() for c in premise.strip())
 
 
 def domain_reference(spec: Any, task: str, source: str) -> ReferenceContext:

@@ -29,7 +29,9 @@ from lm_eval_dcpmi.report import (
 )
 from lm_eval_dcpmi.rules import (
     COUNTS,
+    DOMAIN,
     MEASURES,
+    TIED_DOMAIN,
     TRUNCATED,
     DocumentScores,
     accuracies,
@@ -195,6 +197,10 @@ def score_documents(
         values.update(measures(scores, measure_metrics))
         if counter is not None and sample.get("arguments"):
             values[TRUNCATED] = _truncated(counter, request_pairs(sample["arguments"]))
+        if sample.get("arguments"):  # the domain requests: the conditional ones again?
+            requests = request_pairs(sample["arguments"])
+            tied = layout.tied(requests, len(doc.options), bool(doc.content_free))
+            values[TIED_DOMAIN] = float(DOMAIN in tied)
         picks = predictions(scores, accuracy_metrics)
         scored.append(ScoredDocument(sample, doc, values, picks, scores))
     corpus = {m.name: m.corpus for m in accuracy_metrics if m.corpus is not None}
@@ -215,6 +221,8 @@ def score_documents(
                 source = (
                     "its requests' token counts"
                     if metric == TRUNCATED
+                    else "its requests"
+                    if metric == TIED_DOMAIN
                     else "the logged loglikelihoods"
                 )
                 findings.append(
