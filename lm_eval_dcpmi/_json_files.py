@@ -3,17 +3,26 @@
 the file) and written whole (``write_json``, replaced atomically, as lm-eval writes them).
 
 Files read from outside are read only when they are regular files (``open_regular``: a FIFO
-named ``results_*.json`` would block a reader forever), and a name read from such a file
-is checked before it becomes part of a path (``checked_name``: no separator, NUL, ``.`` or
-``..``), by every command that writes or looks up files by such names.
+named ``results_*.json`` would block a reader forever), within stated sizes
+(``MAX_RESULTS_BYTES`` a results file, ``MAX_LINES_BYTES`` and ``MAX_LINE_BYTES`` a JSON Lines
+file uncompressed, read as a stream: ``json_lines``), and as JSON whose objects hold each key
+once (``parse_json``: Python keeps the last copy of a repeated key, another reader the
+first, so such a file says two things). A name read from such a file is checked before it
+becomes part of a path (``checked_name``: no separator, NUL, ``.`` or ``..``), by every
+command that writes or looks up files by such names.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import re
 import stat
 import tempfile
+import zlib
+from collections.abc import Iterator
+from json.decoder import scanstring
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,6 +30,59 @@ from lm_eval_dcpmi.errors import DCPMIError
 
 # What a results file that is no JSON is told (by the report and the leaderboard commands).
 RESULTS_FILE_FIX = "an lm-eval results file (results_<date>.json) is one JSON object."
+
+# The most read of one file from outside, far above any run's (the 16 paper tasks' whole
+# splits: a results file of ~0.1 MB; HellaSwag's full samples, the largest, ~60 MB with a few
+# kB a line), so that a forged file (a gzip of gigabytes of spaces) is refused, not read into
+# memory. docs/leaderboards.md states them.
+MAX_RESULTS_BYTES = 64 * 2**20
+MAX_LINES_BYTES = 2 * 2**30  # a samples file (or any JSON Lines file), uncompressed
+MAX_LINE_BYTES = 64 * 2**20  # one line of it
+
+
+class _RepeatedKey(Exception):  # not a ValueError: parse_json tells those apart
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        raise _RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return data
+
+
+_SYNTAX = re.compile(r'["{}\[\],]')
+
+
+def _repeated_key_line(text: str, key: str) -> int | None:
+    """The line (1-based) of the second ``key`` in one object of ``text``, JSON already
+    read once (the error path only: a character scan, not the C parser)."""
+    objects: list[set[str] | None] = []  # per open container: its keys; None for a list
+    expecting_key = False
+    at = 0
+    try:
+        while match := _SYNTAX.search(text, at):
+            at, mark = match.end(), match.group()
+            if mark == '"':
+                value, at = scanstring(text, at)
+                keys = objects[-1] if objects else None
+                if expecting_key and keys is not None:
+                    if value == key and value in keys:
+                        return text.count("\n", 0, match.start()) + 1
+                    keys.add(value)
+                    expecting_key = False
+            elif mark in "{[":
+                objects.append(set() if mark == "{" else None)
+                expecting_key = mark == "{"
+            elif mark in "}]":
+                objects.pop()
+            else:  # a comma: a key follows in an object
+                expecting_key = bool(objects) and objects[-1] is not None
+    except (ValueError, IndexError):
+        return None
+    return None
 
 
 def json_problem(where: str, error: json.JSONDecodeError, line: int | None = None) -> str:
@@ -41,9 +103,19 @@ def parse_json(
     fix: str = "",
 ) -> Any:
     """``json.loads(text)``; bad JSON raises ``error`` with ``json_problem``'s wording, then
-    ``fix`` (how to mend it), if given."""
+    ``fix`` (how to mend it), if given, and so does an object holding one key twice, naming
+    the key and its line."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as repeated:
+        at = line if line is not None else _repeated_key_line(text, repeated.key)
+        place = f"{where}:{at}" if at else where
+        raise error(
+            f"{place}: the key {repeated.key!r} appears a second time in one object; readers "
+            "differ on which copy counts (Python keeps the last, others the first), so the "
+            "file is refused: no lm-eval run writes a key twice (use the file as the run "
+            "wrote it)."
+        ) from None
     except json.JSONDecodeError as problem:
         message = json_problem(where, problem, line)
         raise error(f"{message}; {fix}" if fix else f"{message}.") from None
@@ -90,16 +162,63 @@ def open_regular(path: Path, error: type[DCPMIError] = DCPMIError) -> BinaryIO:
     return os.fdopen(descriptor, "rb")
 
 
-def read_text(path: Path, error: type[DCPMIError] = DCPMIError) -> str:
-    """A regular file's UTF-8 text (``open_regular``); ``error`` naming the file when it
-    cannot be read or is not UTF-8 (``UnicodeDecodeError`` passed on for the caller's
-    wording)."""
+def read_text(path: Path, error: type[DCPMIError] = DCPMIError, limit: int | None = None) -> str:
+    """A regular file's UTF-8 text (``open_regular``) of at most ``limit`` bytes (default
+    ``MAX_RESULTS_BYTES``); ``error`` naming the file when it cannot be read, is larger, or
+    is not UTF-8 (``UnicodeDecodeError`` passed on for the caller's wording)."""
+    limit = MAX_RESULTS_BYTES if limit is None else limit
     with open_regular(path, error) as file:
         try:
-            data = file.read()
+            data = file.read(limit + 1)
         except OSError as problem:
             raise error(f"{path}: cannot be read ({problem.strerror or problem}).") from None
+    if len(data) > limit:
+        raise error(f"{path}: {_over(limit)}")
     return data.decode("utf-8")
+
+
+def _over(limit: int) -> str:
+    return (
+        f"larger than the {_size(limit)} read of one file from outside (far above any "
+        "lm-eval run's); not read. A forged or padded file: use the file the run wrote."
+    )
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20:,} MiB" if limit % 2**20 == 0 else f"{limit:,} bytes"
+
+
+def json_lines(
+    path: Path, error: type[DCPMIError] = DCPMIError, what: str = "a JSON Lines file"
+) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of a JSON Lines file, gzipped when its name ends in ``.gz``,
+    read as a stream: a line over ``MAX_LINE_BYTES`` or a file over ``MAX_LINES_BYTES``
+    (uncompressed) is refused with ``error`` naming the file (and line), as is a file that
+    cannot be read or decompressed (as ``what``). Lines end at ``\\n`` only
+    (``str.splitlines`` would also split at U+0085 and U+2028, which lm-eval writes
+    unescaped in a document's text)."""
+    total = 0
+    with open_regular(path, error) as raw:  # a FIFO is refused, not waited on
+        stream: BinaryIO = gzip.GzipFile(fileobj=raw) if path.suffix == ".gz" else raw  # type: ignore[assignment]
+        number = 0
+        while True:
+            try:
+                line = stream.readline(MAX_LINE_BYTES + 1)
+            except (OSError, EOFError, zlib.error) as problem:
+                raise error(f"{path}: cannot be read as {what} ({problem}).") from None
+            if not line:
+                return
+            number += 1
+            total += len(line)
+            if len(line) > MAX_LINE_BYTES:
+                raise error(
+                    f"{path}:{number}: a line longer than {_size(MAX_LINE_BYTES)} (far "
+                    "above any lm-eval sample's); not read. A forged or padded file: use the "
+                    "file the run wrote."
+                )
+            if total > MAX_LINES_BYTES:
+                raise error(f"{path}: uncompressed, {_over(MAX_LINES_BYTES)}")
+            yield number, line
 
 
 def read_json(path: Path) -> dict[str, Any]:

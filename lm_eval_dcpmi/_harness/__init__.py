@@ -9,7 +9,8 @@ it mirrors. The rest of the plugin imports only lm-eval's public names (the
 ``tests/test_harness_seam.py`` enforces it. When lm-eval changes, this package is the one
 place to adapt. Private to the plugin: its names are for the plugin's own parts.
 
-* ``_templates``: lm-eval's Jinja environment, its templates compiled once.
+* ``_templates``: lm-eval's Jinja environment, its templates compiled once, and its
+  sandboxed twin for premises.
 * ``_configurable_task``: the task class, its multiple-input flag, ``gen_prefix``, the
   prompt around a premise (``prompt_with_text``), requests and their answers, the few-shot
   sampler's random generator, the task logger.
@@ -57,6 +58,7 @@ _EXPORTS = {
     "UnknownTask": "_index",
     "entry_yaml": "_index",
     "group_cycle": "_index",
+    "indexed_entry": "_index",
     "indexed_files_with": "_index",
     "load_task_config": "_index",
     "load_tasks": "_index",
@@ -89,6 +91,7 @@ _EXPORTS = {
     "check_servers_before_evaluate": "_servers",
     "compile_templates_once": "_templates",
     "jinja_env": "_templates",
+    "sandboxed_jinja_env": "_templates",
     "template_error": "_templates",
 }
 __all__ = sorted(_EXPORTS)

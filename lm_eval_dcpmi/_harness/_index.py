@@ -40,6 +40,20 @@ def entry_yaml(manager: Any, name: str) -> Path | None:
     return None if entry is None else entry.yaml_path
 
 
+def indexed_entry(manager: Any, name: str) -> tuple[str, Mapping[str, Any]] | None:
+    """What ``manager``'s index holds under ``name``, without building it: its kind
+    (``"task"``, ``"python task"`` for one with ``class:``, ``"group"``, ``"tag"``) and its
+    raw config (``Entry.cfg``: includes merged, ``!function`` tags unresolved; empty for a
+    tag); None when the index has no such name (lm-eval would then try ``name`` as a
+    path: ``TaskManager._load_spec``).
+    """
+    entry = task_index(manager).get(name)
+    if entry is None:
+        return None
+    kind = getattr(entry.kind, "name", str(entry.kind)).lower().replace("py_task", "python task")
+    return kind, entry.cfg if isinstance(entry.cfg, Mapping) else {}
+
+
 def indexed_files_with(manager: Any, key: str) -> list[str]:
     """The YAML files in ``manager``'s index whose raw config has ``key``, as lm-eval
     names them in a task's ``metadata.config_source``.

@@ -1,8 +1,10 @@
-"""lm-eval's Jinja environment, in which every task template is rendered."""
+"""lm-eval's Jinja environment, in which every task template is rendered, and a sandboxed
+twin of it for the templates a results file can carry (a domain premise)."""
 
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 
@@ -20,6 +22,78 @@ def jinja_env() -> Any:
 
         env = _jinja_env()
     return env
+
+
+# The settings of lm-eval's environment its sandboxed twin takes over.
+_SETTINGS = (
+    "block_start_string",
+    "block_end_string",
+    "variable_start_string",
+    "variable_end_string",
+    "comment_start_string",
+    "comment_end_string",
+    "line_statement_prefix",
+    "line_comment_prefix",
+    "trim_blocks",
+    "lstrip_blocks",
+    "newline_sequence",
+    "keep_trailing_newline",
+    "undefined",
+    "finalize",
+    "autoescape",
+)
+_SANDBOXES: dict[int, Any] = {}
+
+
+# The largest result of `**` and `*` a premise template may build: far above any text a
+# prompt holds, far below what stalls the process.
+MAX_RESULT = 100_000
+
+
+@functools.cache
+def _bounded_sandbox() -> type:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
+        # intercepted operators are also never folded at compile time
+        intercepted_binops = frozenset({"**", "*"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            if operator == "**" and _number(left) and _number(right):
+                if abs(left) > 1 and right * math.log2(max(abs(left), 2)) > 4 * MAX_RESULT:
+                    raise SecurityError(f"{left!r} ** {right!r} is too large to compute")
+            if operator == "*":
+                sized = [len(x) for x in (left, right) if isinstance(x, (str, list, tuple))]
+                times = [x for x in (left, right) if isinstance(x, int)]
+                if sized and times and sized[0] * max(times[0], 0) > MAX_RESULT:
+                    raise SecurityError(f"a repetition of {sized[0] * times[0]:,} items")
+            return super().call_binop(context, operator, left, right)
+
+    return BoundedSandbox
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def sandboxed_jinja_env() -> Any:
+    """lm-eval's Jinja environment as a ``jinja2.sandbox.ImmutableSandboxedEnvironment``:
+    the same settings (StrictUndefined ...) and the very same filters, tests and globals
+    (one dict each, so a filter registered later is there too), but no reach from a
+    template into Python (``cycler.__init__.__globals__.os`` is a ``SecurityError``).
+
+    Premise templates are compiled here: a results file records the premise of a
+    ``--dcpmi_task`` run, and ``dcpmi verify``, ``merge`` and ``export`` build the task
+    again from it, on files strangers send. A template that needs no such reach (every
+    task's) renders the same text in both environments.
+    """
+    env = jinja_env()
+    sandbox = _SANDBOXES.get(id(env))
+    if sandbox is None or sandbox.filters is not env.filters:
+        sandbox = _bounded_sandbox()(**{k: getattr(env, k) for k in _SETTINGS})
+        sandbox.filters, sandbox.tests, sandbox.globals = env.filters, env.tests, env.globals
+        _SANDBOXES[id(env)] = sandbox
+    return sandbox
 
 
 def compile_templates_once() -> None:

@@ -80,6 +80,13 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
         "--data_dir",
         help="the data folder verify rebuilds the documents from (default: $DCPMI_DATA_DIR)",
     )
+    parser.add_argument(
+        "--include_path",
+        action="append",
+        default=[],
+        help="a folder of task YAMLs that are not installed (your own tasks, as verify "
+        "takes it; repeatable)",
+    )
 
 
 def run_export(args: argparse.Namespace, verify: bool = True) -> int:
@@ -107,7 +114,7 @@ def run_export(args: argparse.Namespace, verify: bool = True) -> int:
         )
         submissions = [read_submission(p, model_id) for p in results_files(args.results)]
         if verify:
-            refuse_unverified(submissions, args.tokenizer, args.data_dir)
+            refuse_unverified(submissions, args.tokenizer, args.data_dir, tuple(args.include_path))
         written = export(submissions, options)
     except DCPMIError as error:
         print(f"dcpmi export: {printable(str(error))}", file=sys.stderr)

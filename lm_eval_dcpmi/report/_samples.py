@@ -13,19 +13,17 @@ that ``scripts/make_results.py --add`` commits for a full run).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import math
 import re
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lm_eval_dcpmi._harness import logged_loglikelihood
-from lm_eval_dcpmi._json_files import checked_name, open_regular, parse_json
+from lm_eval_dcpmi._json_files import checked_name, json_lines, parse_json
 from lm_eval_dcpmi.report._results import ReportError, number
 from lm_eval_dcpmi.rules import DEFAULT_LAYOUT, Layout, Metric, metric_named
 
@@ -55,15 +53,14 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     not a JSON object shaped as lm-eval logs a sample (``shape_problem``), and the file
     when it holds none."""
     samples = []
-    try:
-        with open_regular(path, ReportError) as raw:  # a FIFO is refused, not waited on
-            data = gzip.GzipFile(fileobj=raw).read() if path.suffix == ".gz" else raw.read()
-        # JSON Lines end at "\n" only: str.splitlines also splits at U+0085 and U+2028,
-        # which lm-eval writes unescaped inside a document's text
-        lines = data.decode("utf-8").split("\n")
-    except (OSError, UnicodeDecodeError, EOFError, zlib.error) as error:
-        raise ReportError(f"{path}: cannot be read as a samples file ({error})") from None
-    for number_, line in enumerate(lines, start=1):
+    # bounded: a padded gzip is refused, never read into memory
+    for number_, raw in json_lines(path, ReportError, "a samples file"):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ReportError(
+                f"{path}:{number_}: cannot be read as a samples file ({error})"
+            ) from None
         if not line.strip():
             continue
         sample = parse_json(line, str(path), line=number_, error=ReportError)

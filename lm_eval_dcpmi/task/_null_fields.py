@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import jinja2
 import jinja2.meta
 
-from lm_eval_dcpmi._harness import jinja_env
+from lm_eval_dcpmi._harness import sandboxed_jinja_env
 
 
 class _NullUsed(Exception):
@@ -57,11 +57,11 @@ class _Null:
         raise _NullUsed(self.field)
 
 
-# lm-eval's Jinja environment (its filters, StrictUndefined), where `is none` is also true
-# of a _Null.
-_NULL_ENV = jinja_env().overlay()
+# lm-eval's Jinja environment (its filters, StrictUndefined), sandboxed (it renders the
+# premises, which a results file can carry), where `is none` is also true of a _Null.
+_NULL_ENV = sandboxed_jinja_env().overlay()
 _NULL_ENV.tests = {
-    **jinja_env().tests,
+    **sandboxed_jinja_env().tests,
     "none": lambda value: value is None or isinstance(value, _Null),
 }
 

@@ -16,6 +16,7 @@ from lm_eval_dcpmi._harness import (
     gen_prefix,
     jinja_env,
     prompt_with_text,
+    sandboxed_jinja_env,
     template_error,
 )
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
@@ -47,8 +48,10 @@ def fault(task: Any, doc: Any, doc_id: int | None, message: str) -> DCPMIConfigE
 def compile_premise(
     template: str, task_name: str, source: str, reference: str = "domain"
 ) -> jinja2.Template:
-    """A premise template compiled once in lm-eval's Jinja environment (``apply_template``
-    compiles it for every document; rendering the compiled one gives the same text)."""
+    """A premise template compiled once in the sandboxed twin of lm-eval's Jinja environment
+    (``apply_template`` compiles it for every document in lm-eval's own; rendering the
+    compiled one gives the same text). Sandboxed: a results file records a ``--dcpmi_task``
+    premise, which verify, merge and export compile again on a stranger's file."""
     line = "`domain_premise:`" if reference == "domain" else f"`reference_contexts: {reference}:`"
     if not template.strip():
         raise DCPMIConfigError(
@@ -56,7 +59,7 @@ def compile_premise(
             f"whitespace; a reference context needs some text. Fix its {line} line."
         )
     try:
-        return jinja_env().from_string(template)
+        return sandboxed_jinja_env().from_string(template)
     except jinja2.TemplateError as err:
         raise DCPMIConfigError(
             f"task {task_name} ({source}): the {reference} premise {template!r} is not a valid "

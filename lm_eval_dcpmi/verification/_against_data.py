@@ -2,7 +2,8 @@
 
 Each function compares one thing and returns findings naming the file, task, document and
 what differs: the document ids (``document_ids``), the data files' digests
-(``data_findings``), the premise recorded (``premise_findings``), the recorded counts and
+(``data_findings``), the premise and version recorded (``premise_findings``,
+``version_findings``), the recorded counts and
 the range the run covered (``split_findings``), each document's requests, target, hashes
 and answers (``document_findings``), and lm-eval's ``task_hashes`` (``hash_findings``).
 Each kind of difference is shown for the first ``SHOWN`` documents, then counted.
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import HASH_FIELDS, request_pairs, task_hash
 from lm_eval_dcpmi.task import DERIVED_KEY, derived_label, derived_rule
 from lm_eval_dcpmi.verification._rebuild import RebuiltTask
@@ -105,6 +108,25 @@ def premise_findings(task: TaskEntry, rebuilt: RebuiltTask, where: str) -> list[
     return found
 
 
+def version_findings(task: TaskEntry, rebuilt: RebuiltTask, where: str) -> list[Finding]:
+    """The task's version as the results record it (its ``versions`` entry) against the
+    task built here: a DC-PMI task's version holds its premise's digest
+    (``1+premise.<sha256[:8]>``), so any other is another task's record, whether or not
+    such a task is installed."""
+    built = getattr(rebuilt.task, "VERSION", None)  # DCPMITask: with its premise's digest
+    if built is None:
+        return []
+    if task.version is not None and task.version == str(built):
+        return []
+    return [
+        Finding(
+            where,
+            f"its versions entry records version {task.version!r}, but the task built here "
+            f"is version {str(built)!r}" + _premise_shown(rebuilt.task.config.metadata or {}),
+        )
+    ]
+
+
 def _premise_shown(metadata: dict[str, Any]) -> str:
     rule = derived_rule(metadata)
     return "" if rule is None else f" ({derived_label(rule)})"
@@ -150,7 +172,11 @@ def split_findings(
                 f"{len(ids)}",
             )
         )
-    expected = _expected_ids(submission, rebuilt.documents)
+    try:
+        expected = _expected_ids(submission, rebuilt.documents)
+    except DCPMIError as error:  # a recorded shard that is no K/N (Shard refuses it)
+        shown = str(error).rstrip(".")
+        return [*found, Finding(where, f"its dcpmi.shard: {shown}; no run writes it")]
     if expected is None and task.n is not None and task.n == task.n_total:
         expected = list(range(rebuilt.documents)), "the whole split"
     if expected is not None and sorted(ids) != expected[0]:
@@ -303,16 +329,30 @@ def hash_findings(
 
 
 def recorded_digest_findings(task: TaskEntry, data_dir: str | None, where: str) -> list[Finding]:
-    """The recorded data digests against the files at hand, without building the task (when
-    it cannot be built, a changed file is still named as such)."""
+    """The recorded data digests against the files of the data folder, without building
+    the task (when it cannot be built, a changed file is still named as such; a file not
+    in the folder, e.g. one of a task of the user's own, is not compared: the build's
+    failure is the finding)."""
     import os
 
     from lm_eval_dcpmi.data import locate, sha256_of
-    from lm_eval_dcpmi.errors import DCPMIError
 
     root = data_dir or os.environ.get("DCPMI_DATA_DIR")
     found = []
     for file, digest in sorted((task.data_files or {}).items()):
+        parts = PurePosixPath(file).parts
+        if not parts or PurePosixPath(file).is_absolute() or ".." in parts or "\\" in file:
+            # a name read from the file: never a path out of the data folder
+            found.append(
+                Finding(
+                    where,
+                    f"data file {file!r}: not a file of the data folder (an absolute path, or "
+                    "one that leads out of it); no run records such a name",
+                )
+            )
+            continue
+        if root is None or not (Path(root) / file).exists():
+            continue  # nothing here to compare with (and no download for a failed build)
         try:
             path = locate(file, root, folder=None)
         except DCPMIError as error:

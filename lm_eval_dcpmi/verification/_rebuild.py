@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from lm_eval_dcpmi._harness import (
     BuildOptions,
     build_requests,
@@ -155,6 +157,11 @@ def _rebuild(
         )
     try:
         built = build_requests(task, doc_ids, options)
+    except jinja2.TemplateError as error:  # the recorded chat template (a sandboxed one)
+        raise DCPMIError(
+            f"{name}: its recorded chat_template cannot be rendered here "
+            f"({type(error).__name__}: {error}); no run used it."
+        ) from None
     except (ValueError, AssertionError) as error:
         if not options.num_fewshot:
             raise
@@ -188,18 +195,43 @@ def built_task(
     folder = data_dir or os.environ.get("DCPMI_DATA_DIR")
     metadata = {**metadata, **({"data_dir": str(Path(folder).resolve())} if folder else {})}
     manager = _manager(json.dumps(metadata, sort_keys=True, default=str), tuple(include_path))
+    _check_dcpmi_task(manager, name)
     try:
         task = load_tasks(manager, [name])[name]
     except UnknownTask:
-        raise DCPMIError(
-            f"{name}: not a task installed here, so its documents and requests cannot be "
-            "built again; give the folder of its YAML with --include_path."
-        ) from None
+        raise _not_installed(name) from None
     except ValueError as error:  # lm-eval 0.4: "Tasks not found: ..."
         if not_found(error) is None:
             raise
-        raise DCPMIError(
-            f"{name}: not a task installed here, so its documents and requests cannot be "
-            "built again; give the folder of its YAML with --include_path."
-        ) from None
+        raise _not_installed(name) from None
     return task
+
+
+def _not_installed(name: str) -> DCPMIError:
+    return DCPMIError(
+        f"{name}: not a task installed here, so its documents and requests cannot be built "
+        "again; give the folder of its YAML with --include_path."
+    )
+
+
+def _check_dcpmi_task(manager: Any, name: str) -> None:
+    """``name`` (read from a submitted file) must be a DC-PMI task in ``manager``'s index
+    before anything builds it: lm-eval takes a name it does not know for a YAML path
+    (whose templates and ``!function`` tags it would run), and builds a group's every
+    member (downloading their data)."""
+    from lm_eval_dcpmi._harness import indexed_entry
+
+    found = indexed_entry(manager, name)
+    if found is None:
+        raise _not_installed(name)
+    kind, config = found
+    if kind not in ("task", "python task"):
+        raise DCPMIError(
+            f"{name}: a {kind} here, not one task; a results entry with a domain premise is "
+            "one DC-PMI task, so this one was not written by a run of the task installed here."
+        )
+    if not any(key in config for key in ("domain_premise", "base_task")):
+        raise DCPMIError(
+            f"{name}: the task installed here is no DC-PMI task (its YAML has neither "
+            "domain_premise nor base_task), so it cannot have written this DC-PMI entry."
+        )

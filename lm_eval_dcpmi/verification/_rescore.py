@@ -22,7 +22,7 @@ from typing import Any
 
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.verification._recompute import Finding, logged_number
-from lm_eval_dcpmi.verification._submission import Submission
+from lm_eval_dcpmi.verification._submission import Submission, kept_model_args
 
 DEFAULT_TOLERANCE = 2e-3
 # The fractions of forged documents the output gives its chance of catching.
@@ -63,13 +63,21 @@ def check_tolerance(value: float) -> float:
     return value
 
 
+# What --rescore loads from a results file's own record when not told --model: models
+# loaded from their weights by hub id, with only the recorded arguments that choose how
+# (never trust_remote_code, a folder, or a server's address).
+RECORDED_MODELS = ("hf", "hf-prefix", "huggingface")
+RECORDED_MODEL_ARGS = ("dtype", "gguf_file", "subfolder", "add_bos_token", "max_length",
+                       "use_fast_tokenizer")  # fmt: skip
+
+
 def model_to_load(
     submission: Submission, options: RescoreOptions
 ) -> tuple[str, dict[str, Any], str]:
     """(lm-eval model name, its arguments, how it is named in the output) for the model
     the results name; a ``DCPMIError`` when it cannot be known or is not the one that ran."""
     from lm_eval_dcpmi import embedded
-    from lm_eval_dcpmi._harness import parse_model_args, recorded_model_args
+    from lm_eval_dcpmi._harness import parse_model_args
     from lm_eval_dcpmi._identity import EMBEDDED_ID, RANDOM_MODELS, installed_embedded_sha256
 
     data = submission.data
@@ -79,6 +87,13 @@ def model_to_load(
         raise DCPMIError(
             f"{submission.path}: the run's model is lm-eval's {name!r}; give --model and "
             "--model_args of the model the results name."
+        )
+    if options.model is None and name not in RECORDED_MODELS:
+        # a served model's recorded base_url would send this machine's API key anywhere
+        raise DCPMIError(
+            f"{submission.path}: the run's model is lm-eval's {name!r}, which --rescore "
+            f"does not load from a submitted file (only {', '.join(RECORDED_MODELS)}); give "
+            "--model and --model_args of the model the results name."
         )
     identity = submission.model
     if options.model_args is not None:
@@ -99,8 +114,7 @@ def model_to_load(
             )
         return name, dict(embedded.model_args()), f"{name}, the embedded {identity.id}"
     if identity.id:
-        recorded = recorded_model_args(submission.data)
-        recorded.pop("pretrained", None)
+        recorded = kept_model_args(submission.data, RECORDED_MODEL_ARGS)
         revision = {"revision": identity.revision} if identity.revision else {}
         args = {**recorded, "pretrained": identity.id, **revision}
         return (

@@ -13,7 +13,7 @@ from typing import Any
 
 from lm_eval_dcpmi._harness import recorded_model_args
 from lm_eval_dcpmi._identity import ModelIdentity, identify, recorded_identity
-from lm_eval_dcpmi._json_files import read_json
+from lm_eval_dcpmi._json_files import checked_name, read_json
 from lm_eval_dcpmi.errors import DCPMIError
 from lm_eval_dcpmi.report import metric_label, samples_files
 from lm_eval_dcpmi.rules import HEADLINE, metric_named
@@ -126,14 +126,17 @@ class Submission:
         return recorded or (versions.pop() if len(versions) == 1 else None)
 
     def tokenizer_args(self, tokenizer: str | None) -> dict[str, Any]:
-        """Model arguments that load the run's tokenizer here: ``tokenizer`` if given, the
-        installed embedded model for its id, else the recorded arguments."""
+        """Model arguments that load the run's tokenizer here, and no other of the recorded
+        ones (``RECORDED_TOKENIZER_ARGS``: a submitted file never asks for remote code, a
+        data folder or anything else): ``tokenizer`` if given (the recorded flags kept),
+        the installed embedded model for its id, else the recorded tokenizer."""
         from lm_eval_dcpmi import embedded
         from lm_eval_dcpmi._identity import EMBEDDED_ID
 
-        args = recorded_model_args(self.data)
+        args = kept_model_args(self.data, RECORDED_TOKENIZER_ARGS)
         if tokenizer:
-            return {**args, "pretrained": tokenizer, "tokenizer": tokenizer, "gguf_file": None}
+            flags = {k: v for k, v in args.items() if k in TOKENIZER_FLAGS}
+            return {**flags, "pretrained": tokenizer, "tokenizer": tokenizer}
         if self.model.id == EMBEDDED_ID and self.model.file == embedded.GGUF_FILE:
             try:
                 return {**args, **embedded.model_args()}
@@ -142,6 +145,25 @@ class Submission:
                     f"{self.path}: the run's model is the embedded one; {error}"
                 ) from None
         return args
+
+
+# The recorded model arguments verify, merge and export take from a submitted file: what
+# names the run's tokenizer and how it counts. Never `trust_remote_code` (code the file
+# would choose), `data_dir` (a folder it would choose) or anything passed on to a loader.
+TOKENIZER_FLAGS = ("use_fast_tokenizer", "add_bos_token", "max_length", "max_model_len")
+RECORDED_TOKENIZER_ARGS = ("pretrained", "tokenizer", "gguf_file", "revision", "subfolder",
+                           *TOKENIZER_FLAGS)  # fmt: skip
+
+
+def kept_model_args(data: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """The model arguments a results dict records, only ``keys`` of them, and only text
+    (the command line records text; the Python API may record numbers and flags)."""
+    recorded = recorded_model_args(data)
+    return {
+        key: str(recorded[key])
+        for key in keys
+        if isinstance(recorded.get(key), (str, int, float, bool)) and recorded[key] != ""
+    }
 
 
 def results_files(paths: Sequence[Path]) -> list[Path]:
@@ -234,6 +256,9 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
             if own is not None:
                 unverifiable[str(name)] = own
             continue
+        # a task's name becomes part of its samples file's name and is looked up in the
+        # task index: one file's name, whatever the results file is called
+        checked_name(name, str(path), "the task name")
         counts = n_samples.get(name) if isinstance(n_samples.get(name), dict) else {}
         version = versions.get(name)
         tasks[name] = TaskEntry(

@@ -44,6 +44,7 @@ from lm_eval_dcpmi.verification._against_data import (
     premise_findings,
     recorded_digest_findings,
     split_findings,
+    version_findings,
 )
 from lm_eval_dcpmi.verification._rebuild import build_options, rebuild_task
 from lm_eval_dcpmi.verification._recompute import (
@@ -182,14 +183,15 @@ def verify_task(
             task.metadata,
         )
     except DCPMIError as error:
-        findings += recorded_digest_findings(task, options.data_dir, results_where)
-        return [*findings, Finding(results_where, f"cannot be built again here: {error}")]
+        findings.append(Finding(results_where, f"cannot be built again here: {error}"))
+        return findings + recorded_digest_findings(task, options.data_dir, results_where)
     checked.split[task.name] = rebuilt.documents
     rule = derived_rule(rebuilt.task.config.metadata)
     if rule is not None:  # as built here: premise_findings compares the record with it
         checked.derived[task.name] = rule
     findings += data_findings(task, rebuilt, results_where)
     findings += premise_findings(task, rebuilt, results_where)
+    findings += version_findings(task, rebuilt, results_where)
     findings += split_findings(submission, task, rebuilt, ids, results_where)
     findings += document_findings(samples, rebuilt, where)
     findings += hash_findings(submission, task, samples, rebuilt, results_where)
@@ -355,7 +357,10 @@ def _installed(
     where = f"{submission.path} ({task.name})"
     here = installed_task(task.name)
     if here is None:
-        notes.append(f"{task.name}: not an installed task; its version is not compared")
+        notes.append(
+            f"{task.name}: not an installed task; its version is compared with the task "
+            "built again from its record"
+        )
         return []
     found = []
     if task.premise_sha256 is not None and task.premise_sha256 != here.premise_sha256:
@@ -394,15 +399,20 @@ def verify_summary(checked: Iterable[Checked]) -> list[str]:
     return lines
 
 
-def refuse_unverified(submissions: list, tokenizer: str | None, data_dir: str | None) -> None:
+def refuse_unverified(
+    submissions: list,
+    tokenizer: str | None,
+    data_dir: str | None,
+    include_path: tuple[str, ...] = (),
+) -> None:
     """``dcpmi verify``'s every check on each submission first: export writes only numbers
     that the data and the logged loglikelihoods give (a ``DCPMIError`` naming the first
-    difference otherwise)."""
+    difference otherwise); ``include_path``: folders of tasks not installed, as verify's."""
     if data_dir is not None and not Path(data_dir).is_dir():
         raise DCPMIError(
             f"--data_dir {data_dir}: no such folder; give the evaluation data's folder."
         )
-    options = VerifyOptions(tokenizer, data_dir)
+    options = VerifyOptions(tokenizer, data_dir, include_path)
     for submission in submissions:
         _checked, findings = verify_submission(submission, options)
         if findings:
