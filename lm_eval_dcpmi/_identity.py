@@ -133,9 +133,15 @@ def _embedded_dir() -> Path | None:
         return None
 
 
-def identify(model_args: Mapping[str, Any] | None, model_id: str | None = None) -> ModelIdentity:
+def identify(
+    model_args: Mapping[str, Any] | None, model_id: str | None = None, *, read_files: bool = True
+) -> ModelIdentity:
     """The identity of the model lm-eval ran with ``model_args`` (see the module's
-    docstring); ``model_id`` (the user's ``--model_id``) wins over what is found."""
+    docstring); ``model_id`` (the user's ``--model_id``) wins over what is found. Without
+    ``read_files`` (model arguments read from someone else's results file) no file of a
+    folder they name is read or hashed (their ``config.json``, their GGUF file: a path on
+    another machine, or a probe of this one's): such a folder is a local one with no hub id,
+    unless it is the installed embedded model's."""
     args = dict(model_args or {})
     pretrained = args.get("pretrained")
     revision = args.get("revision") if isinstance(args.get("revision"), str) else None
@@ -162,13 +168,13 @@ def identify(model_args: Mapping[str, Any] | None, model_id: str | None = None) 
             package=f"{EMBEDDED_PACKAGE}=={importlib.metadata.version(EMBEDDED_PACKAGE)}",
         )
     extra = {"file": gguf} if isinstance(gguf, str) else {}
-    if isinstance(gguf, str) and (folder / gguf).is_file():
+    if read_files and isinstance(gguf, str) and (folder / gguf).is_file():
         extra["file_sha256"] = stored_sha256(folder / gguf)
     snapshot = _SNAPSHOT.search(folder.as_posix())
     if snapshot:
         hub_id = f"{snapshot['org']}/{snapshot['name']}"
         return ModelIdentity(hub_id, "Hugging Face cache snapshot", snapshot["rev"], **extra)
-    named = _config_name(folder)
+    named = _config_name(folder) if read_files else None
     if named:
         return ModelIdentity(named, "_name_or_path of the folder's config.json", **extra)
     return ModelIdentity(None, "a local folder with no hub id", local_name=folder.name, **extra)

@@ -353,3 +353,28 @@ def test_a_task_name_from_a_file_is_built_only_when_it_is_an_installed_dcpmi_tas
         built_task(name, {}, None, ())
     assert str(refused.value).startswith(f"{name}: {problem}")
     assert not marker.exists()
+
+
+@pytest.mark.fast
+def test_a_folder_a_results_file_names_is_never_read_or_hashed(tmp_path):
+    """A plain lm-eval results file names its model by a path: on the verifier's machine
+    that path is someone else's, or a probe of this one (``pretrained=/etc,gguf_file=
+    shadow`` would print the file's digest). Nothing in it is read."""
+    from lm_eval_dcpmi._identity import identify
+    from lm_eval_dcpmi.verification import read_submission
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"_name_or_path": "org/secret"}))
+    (folder / "weights.gguf").write_bytes(b"secret")
+    args = {"pretrained": str(folder), "gguf_file": "weights.gguf"}
+    assert identify(args).id == "org/secret"  # one's own run, on one's own machine
+    path = tmp_path / "results_2026-01-01T00-00-00.json"
+    data = {
+        "results": {"dcpmi_copa": {"acc_dcpmi,none": 0.5}},
+        "configs": {"dcpmi_copa": {"metadata": {"domain_premise": " so"}}},
+        "config": {"model": "hf", "model_args": args},
+    }
+    path.write_text(json.dumps(data))
+    model = read_submission(path).model
+    assert (model.id, model.file_sha256, model.local_name) == (None, None, "model")

@@ -234,7 +234,7 @@ def read_submission(path: Path, model_id: str | None = None) -> Submission:
     if model_id is None and isinstance(recorded, dict) and recorded.get("id"):
         model = recorded_identity(recorded, str(path))
     else:
-        model = identify(recorded_model_args(data), model_id)
+        model = identify(recorded_model_args(data), model_id, read_files=False)
     configs = data.get("configs") if isinstance(data.get("configs"), dict) else {}
     versions = data.get("versions") if isinstance(data.get("versions"), dict) else {}
     n_samples = data.get("n-samples") if isinstance(data.get("n-samples"), dict) else {}
