@@ -132,11 +132,12 @@ def test_env_var_is_used_and_named(tmp_path, monkeypatch):
 
 @pytest.mark.fast
 def test_without_data_folder_it_downloads_and_says_where_it_looked(monkeypatch):
-    # No network here (and offline mode on): the download must fail with a message
-    # naming the upstream archive and how to point the plugin at local files.
+    # COPA ships in the package (tests/test_embedded_copa.py); a file it does not carry is
+    # downloaded. No network here (and offline mode on): the download must fail with a
+    # message naming the upstream address and how to point the plugin at local files.
     monkeypatch.delenv("DCPMI_DATA_DIR")
     with pytest.raises(data.DataError) as error:
-        data.locate("copa/copa-dev.xml")
+        data.locate("storycloze/test_spring2016.tsv")
     message = str(error.value)
     assert "DCPMI_DATA_DIR is not set" in message
-    assert "https://people.ict.usc.edu/~gordon/downloads/COPA-resources.tgz" in message
+    assert "snigdhac/StoryComprehension_EMNLP/master/Dataset/RoCStories/" in message

@@ -9,7 +9,11 @@ the raw row and adds ``gold``; the wording of premises and options lives in the 
 Where the files come from, in order: the ``data_dir`` task metadata
 (``--metadata '{"data_dir": ...}'``), the ``DCPMI_DATA_DIR`` environment variable,
 else the upstream file or archive its dataset folder names, downloaded once through
-``datasets``' download manager (cached under the Hugging Face datasets cache).
+``datasets``' download manager (cached under the Hugging Face datasets cache). COPA's two
+files (``PACKAGED``, BSD-2-Clause: their licence lies beside them in ``data/copa/``) ship
+inside the package: with a data folder set, they are read from it like every file; with
+none, from the package, never downloaded. The log says where a file not read from a data
+folder came from (the package, or the address it was downloaded from).
 (``_user_json`` names the file and line of a user task's JSON data the datasets library
 cannot read.)
 """
@@ -17,6 +21,7 @@ cannot read.)
 from __future__ import annotations
 
 import csv
+import functools
 import logging
 import os
 import random
@@ -36,6 +41,21 @@ from lm_eval_dcpmi.errors import DataError
 log = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "DCPMI_DATA_DIR"
+
+# The data files the package carries (their licences allow it), as paths in a data folder;
+# they lie under this folder at the same paths, with their licence and notice beside them.
+PACKAGED_DIR = Path(__file__).resolve().parent
+PACKAGED = frozenset({"copa/copa-dev.xml", "copa/copa-test.xml"})
+
+
+def packaged(file: str) -> Path | None:
+    """The package's own copy of ``file`` (a path in the data folder), if it carries one."""
+    return PACKAGED_DIR / file if file in PACKAGED else None
+
+
+@functools.cache
+def _say_once(message: str) -> None:
+    log.info(message)
 
 
 def locate(
@@ -72,12 +92,24 @@ def _find(file: str, data_dir: str | os.PathLike | None) -> Path:
             )
         path = root / file
         if not path.exists():
+            otherwise = (
+                "read the copy shipped with the plugin"
+                if packaged(file) is not None
+                else "download it"
+            )
             raise DataError(
                 f"{path} not found: the data folder {root} has no {file}. Copy the upstream "
                 f"file there (docs/tasks.md lists each task's file) or unset {DATA_DIR_ENV} "
-                "to download it."
+                f"to {otherwise}."
             )
         return path
+    shipped = packaged(file)
+    if shipped is not None:
+        _say_once(
+            f"{file}: no data folder is set ({DATA_DIR_ENV}); read from the copy shipped "
+            f"with lm_eval_dcpmi ({shipped}), no download"
+        )
+        return shipped
     return _download(file)
 
 
@@ -100,11 +132,14 @@ def _download(file: str) -> Path:
             f"that holds {file}, or allow network access."
         ) from err
     if member is None:
-        return fetched
-    matches = sorted(p for p in fetched.rglob(Path(member).name) if p.as_posix().endswith(member))
-    if not matches:
-        raise DataError(f"{file}: the archive {url} (extracted at {fetched}) has no {member}.")
-    return matches[0]
+        path = fetched
+    else:
+        found = sorted(p for p in fetched.rglob(Path(member).name) if p.as_posix().endswith(member))
+        if not found:
+            raise DataError(f"{file}: the archive {url} (extracted at {fetched}) has no {member}.")
+        path = found[0]
+    _say_once(f"{file}: no data folder is set ({DATA_DIR_ENV}); downloaded from {url} ({path})")
+    return path
 
 
 def _dataset(rows: Iterable[dict[str, Any]], record: str | None, file: str) -> datasets.DatasetDict:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder) and where each comes from upstream.
+# COPA's files ship in the package (lm_eval_dcpmi/data/copa/, BSD-2-Clause): with no data
+# folder set they are read from there, never downloaded (data/_loaders.PACKAGED).
 FILES = {
     "copa/copa-dev.xml": Upstream(
         "https://people.ict.usc.edu/~gordon/downloads/COPA-resources.tgz",
