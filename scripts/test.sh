@@ -4,16 +4,27 @@
 # a one-node SLURM cluster (as root), then with the oldest lm-eval and with the pre-release
 # it allows too (each in its own environment, .venv-lm-eval-<version>). Extra
 # arguments go to every pytest run (e.g. `scripts/test.sh -k copa`). The tests read the
-# real data files from $DCPMI_DATA_DIR (default ../shared/data): without them pytest stops
-# with one message (DCPMI_REQUIRE_DATA=1; a plain `pytest` skips the tests that need the
-# data instead).
+# real data files from $DCPMI_DATA_DIR (default ../shared/data, where it exists): without
+# them pytest stops with one message (DCPMI_REQUIRE_DATA=1; a plain `pytest` skips the
+# tests that need the data instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The lower bound of `lm-eval>=...` in pyproject.toml (tests/test_install.py checks it).
 OLDEST_LM_EVAL=0.4.12
 # The pre-release within pyproject's range (pip installs it only when asked for it).
 NEXT_LM_EVAL=0.5.0.dev1
-export DCPMI_DATA_DIR=${DCPMI_DATA_DIR:-../shared/data}
+# The data folder: $DCPMI_DATA_DIR if set, else ../shared/data where it exists, else none.
+if [ -z "${DCPMI_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
+  export DCPMI_DATA_DIR=../shared/data
+fi
+if [ -n "${DCPMI_DATA_DIR:-}" ]; then
+  export DCPMI_DATA_DIR
+  echo "test: the evaluation data comes from $DCPMI_DATA_DIR (DCPMI_DATA_DIR)"
+else
+  unset DCPMI_DATA_DIR
+  echo "test: no data folder (DCPMI_DATA_DIR unset, no ../shared/data): COPA would come from" \
+    "the package, the rest from downloads; the tests that need the data stop pytest"
+fi
 export DCPMI_REQUIRE_DATA=1
 venv=${DCPMI_VENV:-.venv}
 
@@ -55,7 +66,8 @@ scripts/setup-vllm.sh
 .venv-vllm/bin/python -m pytest -q -m vllm tests/test_vllm.py "$@"
 
 # SLURM: the job files of scripts/slurm/ submitted to a real one-node cluster, with its
-# faults (tests/test_slurm.py, marked `slurm`; ~2.5 min on 2 idle cores). The cluster comes
+# faults (tests/test_slurm.py, marked `slurm`; 3 min 23 s to 4 min 27 s on 2 Xeon cores,
+# results/benchmarks/test_command_2026-12-06.md). The cluster comes
 # from the OS packages (slurm-wlm, munge), so only as root where apt-get works; it has the
 # machine to itself (one job per core, after the other tests) and is stopped afterwards,
 # however the tests end.

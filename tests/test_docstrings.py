@@ -19,6 +19,7 @@ scripts/, benchmarks/ and tests/, and the Markdown pages (README.md, docs/). Che
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -160,12 +161,70 @@ def test_every_module_path_and_name_a_docstring_names_exists():
     assert found == []
 
 
+# A file named bare (``paper.py``, ``test.sh``): some file of the checkout has that name.
+BARE = re.compile(r"(?<![\w./-])(\w[\w-]*\.(?:py|sh))\b")
+PLACEHOLDERS = {"_x.py"}  # docs/development.md's example of a private module
+# What the Unreleased changes record as moved, retired or gone (the names they had).
+RETIRED_NAMES = {
+    "lm_eval_dcpmi.leaderboard", "lm_eval_dcpmi.tasks", "lm_eval_dcpmi.harness",
+    "docs/results", "docs/benchmarks", "lm_eval_dcpmi/core", "scripts/evaluate_tasks.py",
+    "lm_eval_dcpmi/report/pages.py", "benchmarks/bench_dcpmi.py",
+}  # fmt: skip
+
+
+def checkout_names() -> set[str]:
+    """The names of the checkout's files and folders (hidden folders, e.g. ``.venv``, apart)."""
+    names = set()
+    for _folder, folders, files in os.walk(ROOT):
+        folders[:] = [f for f in folders if not f.startswith((".", "__pycache__"))]
+        names.update(folders, files)
+    return names
+
+
+def stale_in_text(text: str, names: set[str], bare: bool = True) -> list[str]:
+    """``stale`` for prose (paths, dotted modules) and, with ``bare``, bare file names."""
+    found = stale(text, docstring=False)
+    if bare:
+        found += [m for m in BARE.findall(text) if m not in names and m not in PLACEHOLDERS]
+    return found
+
+
+def pyproject_comments() -> str:
+    lines = (ROOT / "pyproject.toml").read_text(encoding="utf-8").splitlines()
+    return "\n".join(line.split("#", 1)[1] for line in lines if "#" in line)
+
+
+def unreleased_changes() -> str:
+    """The CHANGELOG's Unreleased section; the released history keeps the names it had."""
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    return text.split("## [Unreleased]", 1)[1].split("\n## [", 1)[0]
+
+
+def test_the_page_checker_finds_a_made_up_name():
+    names = checkout_names()
+    made_up = "See scripts/nowhere.sh, results/benchmarks/none.md, `paper.py` and `test.sh`."
+    assert stale_in_text(made_up, names) == [
+        "scripts/nowhere.sh", "results/benchmarks/none.md", "paper.py",
+    ]  # fmt: skip
+
+
 def test_every_module_path_and_name_a_page_names_exists():
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    """README.md, docs/*.md, pyproject.toml's comments and the CHANGELOG's Unreleased
+    section: every path, ``lm_eval_dcpmi.`` module and file name they write exists."""
+    names = checkout_names()
+    texts = {
+        str(page.relative_to(ROOT)): page.read_text(encoding="utf-8")
+        for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    }
+    texts["pyproject.toml (comments)"] = pyproject_comments()
     found = []
-    for page in pages:
-        for ref in stale(page.read_text(encoding="utf-8"), docstring=False):
-            found.append(f"{page.relative_to(ROOT)}: {ref}")
+    for where, text in texts.items():
+        found += [f"{where}: {ref}" for ref in stale_in_text(text, names)]
+    # Unreleased names things as they are now, but for what it records as moved or gone
+    # (bare names there are a module's old name beside its move: not checked).
+    for ref in stale_in_text(unreleased_changes(), names, bare=False):
+        if ref not in RETIRED_NAMES:
+            found.append(f"CHANGELOG.md [Unreleased]: {ref}")
     assert found == []
 
 
