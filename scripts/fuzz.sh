@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The fuzz tier for longer: tests/test_fuzz.py under the hypothesis profile dcpmi-long, with
-# fresh seeds, for N minutes (default 10) split between its two properties (a mutated run
-# through verify, report and export; mutated shards through merge). Every finding is written
+# fresh seeds, for N minutes (default 10) split between its two properties on files (a
+# mutated run through verify, report and export; mutated shards through merge; the third,
+# --shard's scheduler variables, takes seconds). Every finding is written
 # down instead of stopping at the first; at the end it prints how many cases it tried and
 # each distinct finding. Before the clock starts it needs the real shard runs of
 # tests/conftest.py (the embedded model on CB, 3 shards: a few minutes) and the data.
@@ -18,10 +19,14 @@ while [ $# -gt 0 ]; do
     esac
 done
 venv=${DCPMI_VENV:-.venv}
-export DCPMI_DATA_DIR=${DCPMI_DATA_DIR:-../shared/data}
+# the data folder: $DCPMI_DATA_DIR, else ../shared/data where it exists (the fuzzed runs
+# are built again from it; without one the tests that need it stop pytest)
+if [ -z "${DCPMI_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
+  export DCPMI_DATA_DIR=../shared/data
+fi
 found=$(mktemp -d "${TMPDIR:-/tmp}/dcpmi-fuzz.XXXXXX")
 export DCPMI_FUZZ_PROFILE=dcpmi-long
-export DCPMI_FUZZ_SECONDS=$((minutes * 60 / 2))  # each of the two properties
+export DCPMI_FUZZ_SECONDS=$((minutes * 60 / 2))  # each of the two properties on files
 export DCPMI_FUZZ_FINDINGS=$found/findings.jsonl DCPMI_FUZZ_SUMMARY=$found/summary.jsonl
 echo "fuzz: $minutes minute(s) of cases; findings in $found"
 status=0

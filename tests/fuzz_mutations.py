@@ -14,25 +14,44 @@ file of a genuine run's folder, or the folder around it, in one way.
   itself, to ``/dev/null`` or ``/dev/zero``, to another file of the run); or such an entry
   added beside the run's files under a results or samples file's name.
 * **Names**: a task renamed everywhere in its results file (and its samples file, where the
-  name can be a file's), to a name with separators, ``..``, a NUL, or another task's.
+  name can be a file's), to a name with separators, ``..``, a NUL, another task's, or a
+  Jinja template.
+* **Repeated keys** (``duplicate_key_mutation``): one object of a results file or of a
+  samples line, at any depth, holding one of its keys twice (the forged copy first or
+  last, the same value or another, the key spelled plainly or with a ``\\u`` escape), written
+  as text since ``json`` writes no such object: every command must refuse it.
+* **Compression** (``gzip_mutation``): a samples file gzipped again (any level, split into
+  several gzip members), padded with whitespace-only lines or one long line (a few bytes to
+  past the readers' limits, ``MAX_LINE_BYTES`` a line and ``MAX_LINES_BYTES`` a file, at
+  ratios up to ~1,000:1, so a case stays small on disk), with trailing garbage, cut short,
+  compressed twice, or holding text that is not UTF-8. Harmless padding and re-compression
+  must be accepted, the rest refused.
+* **Templates** (``template_mutation``): Jinja (code that would make a file ``MARKER``
+  names, loops and powers that never end, an unclosed comment) in one or every string of a
+  results file (its configs, metadata, model arguments, chat template, system instruction)
+  or of the samples: no template in a file a stranger sends may run.
 
 Each ``Mutation`` says in words what it did (enough to write it again as a regression
-test); ``{sandbox}`` in a value is the case's folder, to aim an absolute path inside it.
+test), and what every command must do with it where only one answer is right (``expect``);
+``{sandbox}`` in a value is the case's folder, to aim an absolute path inside it.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import gzip
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
+
+from lm_eval_dcpmi._json_files import MAX_LINE_BYTES, MAX_LINES_BYTES
 
 BIG_INTEGER = "{bigint}"  # written as a 5,000-digit integer (more than Python reads)
 SANDBOX = "{sandbox}"
@@ -62,10 +81,16 @@ def weird_values() -> st.SearchStrategy[Any]:
 @dataclass(frozen=True)
 class Mutation:
     """One change to a run's folder; ``apply(folder, file, sandbox)`` makes it, where
-    ``file`` is the name of the file it targets in ``folder``."""
+    ``file`` is the name of the file it targets in ``folder``. ``expect``: what every
+    command must do with it, ``REFUSED`` or ``ACCEPTED`` (numbers unchanged); ``EITHER``
+    where both are right."""
 
     description: str
     apply: Callable[[Path, str, Path], None]
+    expect: str = ""
+
+
+EITHER, REFUSED, ACCEPTED = "", "refused", "accepted"
 
 
 # ---------------------------------------------------------------- JSON values
@@ -435,8 +460,10 @@ def renamed(value: Any, old: str, new: str) -> Any:
 
 
 @st.composite
-def rename_mutation(draw: Any, task: str, samples_name: str | None) -> Mutation:
-    new = draw(st.sampled_from(TASK_NAMES))
+def rename_mutation(
+    draw: Any, task: str, samples_name: str | None, names: list[str] = TASK_NAMES
+) -> Mutation:
+    new = draw(st.sampled_from(names))
 
     def apply(folder: Path, name: str, sandbox: Path) -> None:
         path = folder / name
@@ -453,3 +480,299 @@ def rename_mutation(draw: Any, task: str, samples_name: str | None) -> Mutation:
                 pass  # a name the file system refuses: the samples stay where they were
 
     return Mutation(f"task {task!r} renamed {new!r} in the results (and its samples)", apply)
+
+
+# ---------------------------------------------------------------- repeated keys
+
+REPEATED = "{repeated}"
+
+
+def _key_text(key: str, escaped: bool) -> str:
+    """``key`` as a JSON string; ``escaped``: its first character as a ``\\uXXXX`` escape
+    (the same key once read, another text to a reader that compares bytes)."""
+    text = json.dumps(key, ensure_ascii=True)
+    if not escaped or not key or ord(key[0]) > 0xFFFF:
+        return text
+    return f'"\\u{ord(key[0]):04x}' + json.dumps(key[1:], ensure_ascii=True)[1:]
+
+
+def dumps_repeating(
+    root: Any, path: tuple, key: str, forged: Any, first: bool, escaped: bool
+) -> str:
+    """``root`` as JSON text (``dumps``), its object at ``path`` holding ``key`` twice: the
+    forged copy, ``forged``, before (``first``) or after the genuine pairs."""
+    pairs = [f"{json.dumps(k, ensure_ascii=True)}: {dumps(v)}" for k, v in get(root, path).items()]
+    extra = f"{_key_text(key, escaped)}: {dumps(forged)}"
+    text = "{" + ", ".join([extra, *pairs] if first else [*pairs, extra]) + "}"
+    if not path:
+        return text
+    return dumps(replaced(root, path, REPEATED)).replace(json.dumps(REPEATED), text, 1)
+
+
+@st.composite
+def forged_value(draw: Any, value: Any) -> tuple[str, Any]:
+    """``(description, value)``: the forged copy's value, the genuine one or another."""
+    how = draw(st.sampled_from(["same", "same", "number", "weird"]))
+    if how == "number" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        label, tweak = draw(st.sampled_from(NUMBER_TWEAKS))
+        try:
+            new = tweak(value)
+        except (OverflowError, ValueError):
+            new = math.inf
+        return f"the value {label}: {shown(new)}", new
+    if how in ("number", "weird"):
+        new = draw(weird_values())
+        return f"the value {shown(new)}", new
+    return "the same value", copy.deepcopy(value)
+
+
+@st.composite
+def repeated_key(draw: Any, root: Any, focus: Callable[[tuple], bool]) -> tuple[str, str]:
+    """``(description, text)``: ``root`` as JSON text with one key of one of its objects
+    (any depth; the ``focus`` places more often) written twice."""
+    objects = [p for p in node_paths(root) if isinstance(get(root, p), dict) and get(root, p)]
+    important = [p for p in objects if focus(p)]
+    choices = st.sampled_from(objects)
+    path = draw(st.one_of(st.sampled_from(important), choices) if important else choices)
+    target = get(root, path)
+    key = draw(st.sampled_from(sorted(target, key=str)))
+    label, forged = draw(forged_value(target[key]))
+    first, escaped = draw(st.booleans()), draw(st.booleans())
+    text = dumps_repeating(root, path, key, forged, first, escaped)
+    where = "before" if first else "after"
+    spelled = ", its key spelled with a \\u escape" if escaped else ""
+    return f"{place((*path, key))} repeated {where} the genuine one ({label}{spelled})", text
+
+
+def repeat_focus(path: tuple) -> bool:
+    """The objects of a results file whose repeated keys matter most: its results, configs
+    (metadata too), model arguments, counts and digests."""
+    return results_focus(path) or path[:1] == ("configs",)
+
+
+@st.composite
+def duplicate_key_mutation(draw: Any, text: str, lines: bool) -> Mutation:
+    """A results file (or with ``lines`` one line of a samples file: its metric values, its
+    doc's fields) holding one key twice in one object; every command must refuse it."""
+    if not lines:
+        description, new = draw(repeated_key(json.loads(text), repeat_focus))
+        return Mutation(f"results {description}", _replace_text(new), REFUSED)
+    samples = [json.loads(line) for line in text.splitlines() if line.strip()]
+    i = draw(st.integers(0, len(samples) - 1))
+    description, new = draw(repeated_key(samples[i], sample_focus))
+    texts = [dumps(sample) for sample in samples]
+    texts[i] = new
+    return Mutation(f"samples line {i + 1} {description}", _replace_text(_joined(texts)), REFUSED)
+
+
+# ---------------------------------------------------------------- compression
+
+
+@dataclass(frozen=True)
+class Padding:
+    """``piece`` ``count`` times, inside a gzip stream (``gzipped``)."""
+
+    piece: bytes
+    count: int
+
+    def __repr__(self) -> str:
+        return f"{self.count:,} x {shown(self.piece, 20)}"
+
+
+@functools.lru_cache(maxsize=32)
+def _padding_members(piece: bytes, count: int) -> bytes:
+    """``piece * count`` gzipped as members of about 1 MiB each (the same member again and
+    again): a MiB of spaces is ~1 KB on disk, made in milliseconds whatever the count."""
+    per = max(1, 2**20 // len(piece))
+    full, rest = divmod(count, per)
+    member = gzip.compress(piece * per, 9, mtime=0) if full else b""
+    return member * full + (gzip.compress(piece * rest, 9, mtime=0) if rest else b"")
+
+
+def gzipped(parts: Iterable[bytes | Padding]) -> bytes:
+    """``parts`` as one gzip stream of consecutive members, a member (or more, for a
+    ``Padding``) each: what a reader must read as the parts' bytes joined."""
+    return b"".join(
+        _padding_members(p.piece, p.count)
+        if isinstance(p, Padding)
+        else gzip.compress(p, 9, mtime=0)
+        for p in parts
+    )
+
+
+def _write_gzip(data: bytes) -> Callable[[Path, str, Path], None]:
+    """Write ``data`` as the samples file, named ``.jsonl.gz`` (the ``.jsonl`` removed)."""
+
+    def apply(folder: Path, name: str, sandbox: Path) -> None:
+        target = name if name.endswith(".gz") else name + ".gz"
+        if target != name:
+            (folder / name).unlink()
+        (folder / target).write_bytes(data)
+
+    return apply
+
+
+WHITESPACE = ["", " ", "\t", "\r", " \t\r "]  # a line of JSON's whitespace alone
+BLANK_LINES = [1, 7, 1000, 2**20, 2**27]  # 2**27: 128 MiB of line ends, ~130 KB gzipped
+LONG_LINES = [2**10, 2**20, MAX_LINE_BYTES - 1, MAX_LINE_BYTES, 70 * 2**20]  # with its "\n"
+TRAILERS = [b"garbage\n", b"\x00" * 1024, b"\x1f\x8b", b"\x1f\x8b\x08\x00" + b"\x00" * 6,
+            gzip.compress(b'{"doc_id": 0}\n', 9, mtime=0)[:-8], b"PK\x03\x04"]  # fmt: skip
+NOT_UTF8 = [b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xc0\xaf", b"\x80"]
+GZIP_KINDS = ["recompressed", "members", "blank lines", "blank lines", "long line",
+              "padded sample", "past the limit", "garbage after", "cut", "not UTF-8",
+              "gzipped twice", "not gzip"]  # fmt: skip
+
+
+@st.composite
+def gzip_mutation(draw: Any, text: str) -> Mutation:
+    """The samples file (``text``, uncompressed) written as ``samples_*.jsonl.gz`` in one of
+    ``GZIP_KINDS``' ways (see the module): harmless ones must be accepted (whitespace-only
+    lines are no samples; a line or the file within the limits), the rest refused."""
+    data = text.encode("utf-8")
+    lines = [chunk + b"\n" for chunk in data.rstrip(b"\n").split(b"\n")]
+    at = draw(st.integers(0, len(lines)))
+    head, tail = b"".join(lines[:at]), b"".join(lines[at:])
+    kind = draw(st.sampled_from(GZIP_KINDS))
+    if kind == "recompressed":
+        level = draw(st.integers(0, 9))
+        new, what, expect = gzip.compress(data, level, mtime=0), f"at level {level}", ACCEPTED
+    elif kind == "members":
+        cuts = sorted(draw(st.lists(st.integers(0, len(data)), min_size=1, max_size=4)))
+        parts = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        new, what, expect = gzipped(parts), f"in {len(parts)} members, cut at {cuts}", ACCEPTED
+    elif kind == "blank lines":
+        blank, count = draw(st.sampled_from(WHITESPACE)), draw(st.sampled_from(BLANK_LINES))
+        new = gzipped([head, Padding((blank + "\n").encode(), count), tail])
+        what, expect = f"{count:,} lines of {blank!r} put in before line {at + 1}", ACCEPTED
+    elif kind == "long line":
+        size = draw(st.sampled_from(LONG_LINES))
+        new = gzipped([head, Padding(b" ", size), b"\n", tail])
+        what = f"a line of {size:,} spaces put in before line {at + 1}"
+        expect = ACCEPTED if size + 1 <= MAX_LINE_BYTES else REFUSED
+    elif kind == "padded sample":
+        i = min(at, len(lines) - 1)
+        size, before = draw(st.sampled_from(LONG_LINES)), draw(st.booleans())
+        line = lines[i][:-1]
+        padded = [Padding(b" ", size), line] if before else [line, Padding(b" ", size)]
+        rest = b"".join(lines[i + 1 :])
+        new = gzipped([b"".join(lines[:i]), *padded, b"\n" + rest])
+        what = f"line {i + 1} padded with {size:,} spaces {'before' if before else 'after'} it"
+        expect = ACCEPTED if len(line) + size + 1 <= MAX_LINE_BYTES else REFUSED
+    elif kind == "past the limit":  # ~10 s a read: 2 GiB decompressed
+        count = MAX_LINES_BYTES // 2**20 + 1
+        new = gzipped([head, Padding(b" " * (2**20 - 1) + b"\n", count), tail])
+        what, expect = f"{count:,} lines of a MiB of spaces put in before line {at + 1}", REFUSED
+    elif kind == "garbage after":
+        trailer = draw(st.sampled_from(TRAILERS))
+        new, what, expect = gzipped([data]) + trailer, f"then {shown(trailer, 30)}", EITHER
+    elif kind == "cut":
+        whole = gzipped([data])
+        end = draw(st.integers(0, len(whole) - 1))
+        new, what, expect = whole[:end], f"cut after {end} of its {len(whole)} bytes", REFUSED
+    elif kind == "not UTF-8":
+        how = draw(st.sampled_from(["utf-16", "utf-32", *map(repr, NOT_UTF8)]))
+        where = draw(st.integers(0, len(data)))
+        if how.startswith("utf"):
+            plain, what = text.encode(how), f"of text in {how.upper()}"
+        else:
+            bad = NOT_UTF8[[repr(b) for b in NOT_UTF8].index(how)]
+            plain, what = data[:where] + bad + data[where:], f"of {how} put in at byte {where}"
+        new, expect = gzipped([plain]), REFUSED
+    elif kind == "gzipped twice":
+        new, what, expect = gzipped([gzipped([data])]), "inside another gzip", REFUSED
+    else:
+        new, what, expect = data, "not compressed at all", REFUSED
+    return Mutation(f"gzipped, {what}", _write_gzip(new), expect)
+
+
+# ---------------------------------------------------------------- templates
+
+MARKER = "DCPMI_FUZZ_MARKER"  # a file a template that runs code would make (fuzz_helpers)
+TEMPLATES = [
+    "{{ cycler.__init__.__globals__.os.system('touch " + SANDBOX + "/" + MARKER + "') }}",
+    "{{ cycler.__init__.__globals__.os.system('touch " + MARKER + "') }}",
+    "{{ lipsum.__globals__['os'].popen('touch " + MARKER + "-popen').read() }}",
+    "{{ joiner.__init__.__globals__.__builtins__.open('" + MARKER + "-open', 'w') }}",
+    "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+    "{{ self.__init__.__globals__ }}",
+    "{% for i in range(9) %}x{% endfor %}",
+    "{% for i in range(99999) %}{% for j in range(99999) %}x{% endfor %}{% endfor %}",
+    "{{ 9**(9**9) }}",
+    "{{ 'x' * 10**10 }}",
+    "{#",
+    "{{",
+    "{% raw %}",
+    "{{ premise }}{{ undefined_name }}",
+    "{% include '/etc/passwd' %}",
+    "{% import 'os' as os %}",
+]
+
+
+def template_places(root: Any) -> list[tuple]:
+    """The places of a results file a run records text in that a reader may render: each
+    task's metadata (the premise, its option, its YAML's path) and the run's model
+    arguments, chat template and system instruction (there or not, text or not)."""
+    configs = root.get("configs") if isinstance(root.get("configs"), dict) else {}
+    places = [("chat_template",), ("system_instruction",), ("config", "model_args")]
+    for task, config in configs.items():
+        if isinstance(config, dict) and isinstance(config.get("metadata"), dict):
+            for key in ("dcpmi_task", "domain_premise", "config_source", "pretrained"):
+                places.append(("configs", task, "metadata", key))
+        if isinstance(config, dict):
+            places += [("configs", task, "doc_to_text"), ("configs", task, "description")]
+    return places
+
+
+def _templated(value: Any, payload: str, append: bool) -> str:
+    return value + payload if append and isinstance(value, str) else payload
+
+
+def with_template(root: Any, paths: Iterable[tuple], payload: str, append: bool) -> Any:
+    """``root`` with the string at each of ``paths`` (made where absent, if its object is
+    there) replaced by ``payload``, or ``payload`` appended to it."""
+    root = copy.deepcopy(root)
+    for path in paths:
+        try:
+            parent = get(root, path[:-1])
+        except (KeyError, IndexError, TypeError):
+            continue
+        if isinstance(parent, dict) or (isinstance(parent, list) and path[-1] < len(parent)):
+            old = parent.get(path[-1]) if isinstance(parent, dict) else parent[path[-1]]
+            parent[path[-1]] = _templated(old, payload, append)
+    return root
+
+
+def string_paths(value: Any) -> list[tuple]:
+    return [p for p in node_paths(value) if isinstance(get(value, p), str)]
+
+
+@st.composite
+def template_mutation(draw: Any, text: str, lines: bool) -> Mutation:
+    """Jinja (``TEMPLATES``) in one string or every string of a results file (its
+    ``template_places`` too), or with ``lines`` of one line or every line of a samples file
+    (its doc's fields, its requests, its target): replacing the string or appended."""
+    payload = draw(st.sampled_from(TEMPLATES))
+    append = draw(st.booleans())
+    every = draw(st.booleans())
+    how = f"{shown(payload, 50)} {'appended to' if append else 'in place of'}"
+    if not lines:
+        root = json.loads(text)
+        places = template_places(root)
+        if every:
+            paths, where = string_paths(root) + places, "every string"
+        else:
+            path = draw(st.sampled_from(places + string_paths(root)))
+            paths, where = [path], place(path)
+        new = with_template(root, paths, payload, append)
+        return Mutation(f"results: {how} {where}", _replace_text(dumps(new, indent=2)))
+    samples = [json.loads(line) for line in text.splitlines() if line.strip()]
+    i = draw(st.integers(0, len(samples) - 1))
+    if every:
+        samples = [with_template(s, string_paths(s), payload, append) for s in samples]
+        where = "every string of every line"
+    else:
+        path = draw(st.sampled_from(string_paths(samples[i]) or [("doc",)]))
+        samples[i] = with_template(samples[i], [path], payload, append)
+        where = f"line {i + 1} {place(path)}"
+    texts = [dumps(sample) for sample in samples]
+    return Mutation(f"samples: {how} {where}", _replace_text(_joined(texts)))
