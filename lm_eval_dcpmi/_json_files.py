@@ -4,12 +4,12 @@ the file) and written whole (``write_json``, replaced atomically, as lm-eval wri
 
 Files read from outside are read only when they are regular files (``open_regular``: a FIFO
 named ``results_*.json`` would block a reader forever), within stated sizes
-(``MAX_RESULTS_BYTES`` a results file, ``MAX_LINES_BYTES`` and ``MAX_LINE_BYTES`` a JSON Lines
-file uncompressed, read as a stream: ``json_lines``), and as JSON whose objects hold each key
-once (``parse_json``: Python keeps the last copy of a repeated key, another reader the
-first, so such a file says two things). A name read from such a file is checked before it
-becomes part of a path (``checked_name``: no separator, NUL, ``.`` or ``..``), by every
-command that writes or looks up files by such names.
+(``MAX_RESULTS_BYTES`` a results file; ``MAX_LINES_BYTES``, ``MAX_LINE_BYTES`` and
+``MAX_LINES`` a JSON Lines file uncompressed, read as a stream: ``json_lines``), and as JSON
+whose objects hold each key once (``parse_json``: Python keeps the last copy of a repeated
+key, another reader the first, so such a file says two things). A name read from such a
+file is checked before it becomes part of a path (``checked_name``: no separator, NUL, ``.``
+or ``..``), by every command that writes or looks up files by such names.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ RESULTS_FILE_FIX = "an lm-eval results file (results_<date>.json) is one JSON ob
 MAX_RESULTS_BYTES = 64 * 2**20
 MAX_LINES_BYTES = 2 * 2**30  # a samples file (or any JSON Lines file), uncompressed
 MAX_LINE_BYTES = 64 * 2**20  # one line of it
+MAX_LINES = 10_000_000  # lines of it (blank ones too): a run writes one a document
 
 
 class _RepeatedKey(Exception):  # not a ValueError: parse_json tells those apart
@@ -192,11 +193,11 @@ def json_lines(
     path: Path, error: type[DCPMIError] = DCPMIError, what: str = "a JSON Lines file"
 ) -> Iterator[tuple[int, bytes]]:
     """``(line number, line)`` of a JSON Lines file, gzipped when its name ends in ``.gz``,
-    read as a stream: a line over ``MAX_LINE_BYTES`` or a file over ``MAX_LINES_BYTES``
-    (uncompressed) is refused with ``error`` naming the file (and line), as is a file that
-    cannot be read or decompressed (as ``what``). Lines end at ``\\n`` only
-    (``str.splitlines`` would also split at U+0085 and U+2028, which lm-eval writes
-    unescaped in a document's text)."""
+    read as a stream: a line over ``MAX_LINE_BYTES``, a file over ``MAX_LINES_BYTES``
+    (uncompressed) or over ``MAX_LINES`` lines is refused with ``error`` naming the file
+    (and line), as is a file that cannot be read or decompressed (as ``what``). Lines end at
+    ``\\n`` only (``str.splitlines`` would also split at U+0085 and U+2028, which lm-eval
+    writes unescaped in a document's text)."""
     total = 0
     with open_regular(path, error) as raw:  # a FIFO is refused, not waited on
         stream: BinaryIO = gzip.GzipFile(fileobj=raw) if path.suffix == ".gz" else raw  # type: ignore[assignment]
@@ -218,6 +219,12 @@ def json_lines(
                 )
             if total > MAX_LINES_BYTES:
                 raise error(f"{path}: uncompressed, {_over(MAX_LINES_BYTES)}")
+            if number > MAX_LINES:
+                raise error(
+                    f"{path}: more than {MAX_LINES:,} lines (a run writes one a document, "
+                    "and no split has that many); not read. A forged or padded file: use the "
+                    "file the run wrote."
+                )
             yield number, line
 
 

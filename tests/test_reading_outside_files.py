@@ -178,3 +178,35 @@ def test_a_results_file_larger_than_the_limit_is_refused(tmp_path, capsys, monke
         "run's); not read. A forged or padded file: use the file the run wrote."
     )
     refused_by_report(path, tmp_path, capsys, expected)
+
+
+def test_a_samples_file_of_more_lines_than_any_split_is_refused(tmp_path, capsys, monkeypatch):
+    """Blank lines cost little to store (2**27 of them gzip to 130 kB) but each takes a step
+    to read: past ``MAX_LINES`` (made small here) the file is refused, not read for minutes."""
+    monkeypatch.setattr(_json_files, "MAX_LINES", 1000)
+    path = ten_document_run(tmp_path)
+    plain = path.with_name(f"samples_dcpmi_cb_{STAMP}.jsonl")
+    packed = gzipped(plain.with_suffix(".jsonl.gz"), plain.read_bytes(), b"\n" * 1000)
+    plain.unlink()
+    expected = (
+        f"{packed}: more than 1,000 lines (a run writes one a document, and no split has that "
+        "many); not read. A forged or padded file: use the file the run wrote."
+    )
+    refused_by_report(path, tmp_path, capsys, expected)
+
+
+def test_samples_under_another_filter_than_none_are_refused_by_verify(tmp_path):
+    """A multiple-choice task has lm-eval's one filter, none: samples logged only under
+    another left verify nothing to build (a traceback from lm-eval)."""
+    from lm_eval_dcpmi.verification._recompute import task_samples
+
+    path = ten_document_run(tmp_path)
+    samples = path.with_name(f"samples_dcpmi_cb_{STAMP}.jsonl")
+    lines = [json.loads(line) for line in samples.read_text().splitlines()]
+    samples.write_text("".join(json.dumps({**s, "filter": "strict"}) + "\n" for s in lines))
+    with pytest.raises(ReportError) as refused:
+        task_samples(samples, "here")
+    assert str(refused.value) == (
+        "here: a sample is logged under the filter 'strict'; a multiple-choice task has "
+        "lm-eval's one filter, none, so no run of it wrote this"
+    )

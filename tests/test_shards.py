@@ -772,3 +772,15 @@ def test_merge_writes_nothing_outside_out(shard_runs, tmp_path, capsys, monkeypa
         "folder that can be written (nothing was written)\n"
     ))  # fmt: skip
     assert list(mounted.iterdir()) == []
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize("value", ["slurm\n/x", "slurm/x\ny", "kubernetes/\n2"])
+def test_a_scheduler_value_with_a_line_break_is_refused_in_one_line(value):
+    """The fuzzer's finding: the value was shown as typed, its line break and all."""
+    from lm_eval_dcpmi.cli._shard_option import parse_shard
+
+    with pytest.raises(DCPMIError) as refused:
+        parse_shard(value, environ={})
+    assert "\n" not in str(refused.value)
+    assert repr(value.strip()) in str(refused.value)

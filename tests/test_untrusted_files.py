@@ -378,3 +378,31 @@ def test_a_folder_a_results_file_names_is_never_read_or_hashed(tmp_path):
     path.write_text(json.dumps(data))
     model = read_submission(path).model
     assert (model.id, model.file_sha256, model.local_name) == (None, None, "model")
+
+
+@pytest.mark.slow
+def test_a_chat_template_run_verifies_and_another_recorded_template_is_never_rendered(
+    shards, tmp_path, capsys
+):
+    """A run with --apply_chat_template records the tokenizer's template: verify renders
+    that one (the tokenizer's own); a template edited in the file is refused unrendered."""
+    output = tmp_path / "chat"
+    status = cli.main(
+        ["run", "--model", "hf", "--model_args", f"pretrained={shards['model']}",
+         "--include_path", str(shards["tasks"]), "--dcpmi_task", "quiz", "--limit", "2",
+         "--apply_chat_template", "--log_samples", "--output_path", str(output)]
+    )  # fmt: skip
+    assert status == 0
+    status, out = run(capsys, command("verify", [output], shards, tmp_path / "out"))
+    assert status == 0, out
+    marker = tmp_path / "ran"
+    (path,) = output.rglob("results_*.json")
+    data = json.loads(path.read_text())
+    assert data["chat_template"]
+    data["chat_template"] = template_payload(marker) + data["chat_template"]
+    path.write_text(json.dumps(data))
+    status, out = run(capsys, command("verify", [output], shards, tmp_path / "out"))
+    assert status == 1 and not marker.exists()
+    assert (
+        "cannot be built again here: its recorded chat_template is not the tokenizer's own"
+    ) in out

@@ -74,7 +74,9 @@ def scheduler_shard(value: str, environ: Mapping[str, str], option: str) -> tupl
     """``(K, N, where K came from)`` for ``--shard VALUE`` naming a scheduler."""
     name, slash, count_text = (part.strip() for part in value.strip().partition("/"))
     name = name.lower()
-    spelled = f"{option} {value.strip()}"
+    shown = value.strip()
+    # the value as typed, unless it holds what a one-line message cannot (a newline)
+    spelled = f"{option} {shown if shown.isprintable() else repr(shown)}"
     count = None
     if slash:
         number = _number(count_text)

@@ -90,6 +90,8 @@ def build_options(data: dict[str, Any], task: str, tokenizer: Any) -> BuildOptio
     for key in ("system_instruction", "chat_template"):
         if data.get(key) is not None and not isinstance(data.get(key), str):
             raise DCPMIError(f"its {key} is {data[key]!r}, not text; not a file lm-eval wrote")
+    if template:
+        template = own_chat_template(tokenizer(), template)
     return BuildOptions(
         num_fewshot=int(shots)
         if isinstance(shots, (int, str)) and str(shots).isdecimal()
@@ -99,6 +101,23 @@ def build_options(data: dict[str, Any], task: str, tokenizer: Any) -> BuildOptio
         chat_template=hf_chat_template(tokenizer(), template) if template else None,
         fewshot_as_multiturn=bool(data.get("fewshot_as_multiturn")),
     )
+
+
+def own_chat_template(tokenizer: Any, recorded: str) -> str:
+    """``recorded`` (the chat template a results file records) when it is one of the
+    tokenizer's own, as every run records it; a ``DCPMIError`` otherwise. A template is code
+    (Jinja): one read from a stranger's file is never rendered, even in transformers'
+    sandbox, where it could still stall the process (``{{ 9**(9**9) }}``) or read files
+    (``{% include %}``)."""
+    own = getattr(tokenizer, "chat_template", None)
+    templates = list(own.values()) if isinstance(own, dict) else [own]
+    if recorded not in templates:
+        raise DCPMIError(
+            "its recorded chat_template is not the tokenizer's own (nor one of its named "
+            "templates); verify renders only the tokenizer's templates, never one read from "
+            "a file: name the run's tokenizer with --tokenizer"
+        )
+    return recorded
 
 
 @contextlib.contextmanager

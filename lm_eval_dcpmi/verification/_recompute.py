@@ -127,8 +127,15 @@ class ScoredDocument:
 
 def task_samples(path: Path, where: str) -> list[dict[str, Any]]:
     """A task's logged samples (lm-eval's one filter, ``none``), by document index; a
-    ``ReportError`` naming ``where`` when they hold no loglikelihoods."""
-    samples = [s for s in read_samples(path) if s.get("filter", "none") == "none"]
+    ``ReportError`` naming ``where`` when they hold no loglikelihoods, or a sample under
+    another filter (a multiple-choice task has none other)."""
+    samples = read_samples(path)
+    other = next((s.get("filter") for s in samples if s.get("filter", "none") != "none"), None)
+    if other is not None:
+        raise ReportError(
+            f"{where}: a sample is logged under the filter {other!r}; a multiple-choice task "
+            "has lm-eval's one filter, none, so no run of it wrote this"
+        )
     if any(not s.get("filtered_resps") for s in samples):
         raise ReportError(
             f"{where}: the samples hold no loglikelihoods (trimmed?); this needs the samples "
