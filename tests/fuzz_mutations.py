@@ -51,7 +51,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from lm_eval_dcpmi._json_files import MAX_LINE_BYTES, MAX_LINES_BYTES
+from lm_eval_dcpmi._json_files import MAX_LINE_BYTES, MAX_LINES, MAX_LINES_BYTES
 
 BIG_INTEGER = "{bigint}"  # written as a 5,000-digit integer (more than Python reads)
 SANDBOX = "{sandbox}"
@@ -613,7 +613,8 @@ def _write_gzip(data: bytes) -> Callable[[Path, str, Path], None]:
 
 
 WHITESPACE = ["", " ", "\t", "\r", " \t\r "]  # a line of JSON's whitespace alone
-BLANK_LINES = [1, 7, 1000, 2**20, 2**27]  # 2**27: 128 MiB of line ends, ~130 KB gzipped
+# 2**27: 128 MiB of line ends (~130 KB gzipped), past MAX_LINES
+BLANK_LINES = [1, 7, 1000, 2**20, 2**27]
 LONG_LINES = [2**10, 2**20, MAX_LINE_BYTES - 1, MAX_LINE_BYTES, 70 * 2**20]  # with its "\n"
 TRAILERS = [b"garbage\n", b"\x00" * 1024, b"\x1f\x8b", b"\x1f\x8b\x08\x00" + b"\x00" * 6,
             gzip.compress(b'{"doc_id": 0}\n', 9, mtime=0)[:-8], b"PK\x03\x04"]  # fmt: skip
@@ -643,7 +644,9 @@ def gzip_mutation(draw: Any, text: str) -> Mutation:
     elif kind == "blank lines":
         blank, count = draw(st.sampled_from(WHITESPACE)), draw(st.sampled_from(BLANK_LINES))
         new = gzipped([head, Padding((blank + "\n").encode(), count), tail])
-        what, expect = f"{count:,} lines of {blank!r} put in before line {at + 1}", ACCEPTED
+        what = f"{count:,} lines of {blank!r} put in before line {at + 1}"
+        # past MAX_LINES (blank ones count: each costs a step to read) the file is refused
+        expect = ACCEPTED if count + len(lines) <= MAX_LINES else REFUSED
     elif kind == "long line":
         size = draw(st.sampled_from(LONG_LINES))
         new = gzipped([head, Padding(b" ", size), b"\n", tail])
