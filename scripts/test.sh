@@ -2,7 +2,8 @@
 # The project's test command: sets everything up on a fresh machine, then lints and tests,
 # with the newest lm-eval that pyproject.toml allows, then with vLLM (.venv-vllm), then on
 # a one-node SLURM cluster (as root), then with the oldest lm-eval and with the pre-release
-# it allows too (each in its own environment, .venv-lm-eval-<version>). Extra
+# it allows too (each in its own environment, .venv-lm-eval-<version>), then with the lowest
+# versions of everything pyproject.toml bounds, on Python 3.10 (.venv-lowest). Extra
 # arguments go to every pytest run (e.g. `scripts/test.sh -k copa`). The tests read the
 # real data files from $DCPMI_DATA_DIR (default ../shared/data, where it exists): without
 # them pytest stops with one message (DCPMI_REQUIRE_DATA=1; a plain `pytest` skips the
@@ -96,3 +97,17 @@ assert v == '$release', f'lm-eval {v} in $release_venv, not $release'"
     "$release_venv/bin/python" -m pytest -q "${parallel[@]}" --ignore tests/test_install.py \
         -m "fast or api" "$@"
 done
+
+# The lowest versions pyproject.toml allows of lm-eval, torch, transformers, datasets, jinja2
+# and PyYAML, on the lowest Python it allows (3.10; scripts/setup-requirements-lowest.txt):
+# the same tests, hf-prefix's exactness against hf among them (tests/test_prefix_lm.py, `api`).
+lowest_status=0
+DCPMI_VENV=.venv-lowest DCPMI_LOWEST=1 scripts/setup.sh || lowest_status=$?
+if [ "$lowest_status" = 3 ]; then
+    echo "test.sh: the lowest-versions tier is skipped: no Python 3.10 on this machine"
+elif [ "$lowest_status" != 0 ]; then
+    exit "$lowest_status"
+else
+    .venv-lowest/bin/python -m pytest -q "${parallel[@]}" --ignore tests/test_install.py \
+        -m "fast or api" "$@"
+fi

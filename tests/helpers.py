@@ -354,6 +354,11 @@ def read_only_file_system(monkeypatch, root: Path) -> None:
         return make(path, *args, **kwargs)
 
     monkeypatch.setattr(os, "mkdir", mkdir)
+    # Python 3.10's Path.mkdir calls the os.mkdir its pathlib bound when imported.
+    import pathlib
+
+    if hasattr(pathlib, "_NormalAccessor"):
+        monkeypatch.setattr(pathlib._NormalAccessor, "mkdir", staticmethod(mkdir))
 
 
 def lm_eval_tasks(argv: list[str]) -> list[str]:

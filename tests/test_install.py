@@ -41,6 +41,8 @@ SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
 PYPROJECT = ROOT / "pyproject.toml"
 # What setup.sh installs: resolved together, and then with --no-deps.
 SETUP_REQUIREMENTS = "scripts/setup-requirements.txt"
+# What `DCPMI_LOWEST=1 scripts/setup.sh` installs instead: the lowest versions pyproject allows.
+LOWEST_REQUIREMENTS = "scripts/setup-requirements-lowest.txt"
 NO_DEPS_REQUIREMENTS = "scripts/setup-requirements-no-deps.txt"
 # lm-eval's dependencies that PyPI offers no wheel of: pure Python, each built into a
 # wheel in about a second with no compiler (pip caches the wheel).
@@ -90,7 +92,7 @@ def test_setup_script_installs_exactly_the_requirement_files():
     assert [line for line in pip_lines if "install" in line] == [
         'install=("$venv/bin/python" -m pip install --quiet)',
         '"${install[@]}" --upgrade pip',
-        f'"${{install[@]}}" -r {SETUP_REQUIREMENTS} "${{lm_eval[@]}}"',
+        '"${install[@]}" -r "$requirements" "${lm_eval[@]}"',
         f'"${{install[@]}}" --no-deps -r {NO_DEPS_REQUIREMENTS}',
     ]
 
@@ -109,6 +111,44 @@ def test_the_test_command_tests_the_oldest_lm_eval_pyproject_allows():
     assert 'for release in "$OLDEST_LM_EVAL" "$NEXT_LM_EVAL"; do' in test_command
     assert "LM_EVAL_VERSION=$release scripts/setup.sh" in test_command
     assert f'-m "{OTHER_RELEASES}"' in test_command
+
+
+@pytest.mark.fast
+def test_the_lowest_versions_tier_pins_every_lower_bound_pyproject_declares():
+    """Each dependency pyproject bounds from below (extras aside) is pinned at that bound in
+    the lowest-versions file, and only those, with the plugin's test extras; the tier runs
+    on the lowest Python requires-python names, and scripts/test.sh runs it."""
+    import tomllib
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    bounds = {}
+    for line in project["dependencies"]:
+        requirement = Requirement(line)
+        (lowest,) = [s.version for s in requirement.specifier if s.operator == ">="]
+        bounds[canonical(requirement.name)] = lowest
+    lines = [
+        line.strip()
+        for line in (ROOT / LOWEST_REQUIREMENTS).read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[-1] == "-e .[test]"
+    pins = {}
+    for line in lines[:-1]:
+        (pin,) = Requirement(line).specifier
+        assert pin.operator == "==", line
+        pins[canonical(Requirement(line).name)] = Version(pin.version)
+    assert pins == {name: Version(version) for name, version in bounds.items()}
+    assert SpecifierSet(project["requires-python"]) == SpecifierSet(">=3.10")
+    setup = SETUP_SCRIPT.read_text()
+    assert f"requirements={LOWEST_REQUIREMENTS}" in setup
+    assert "sys.version_info[:2] == (3, 10)" in setup
+    assert (
+        "DCPMI_VENV=.venv-lowest DCPMI_LOWEST=1 scripts/setup.sh"
+        in (ROOT / "scripts" / "test.sh").read_text()
+    )
 
 
 def run_pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
