@@ -1,8 +1,8 @@
 """Every document's DC-PMI metrics under two (or more) lm-eval releases, compared.
 
     DCPMI_DATA_DIR=../shared/data .venv/bin/python scripts/compare_releases.py \\
-        --python .venv-lm-eval-0.4.12/bin/python \\
-        --python .venv-lm-eval-0.5/bin/python \\
+        --python .venv-lowest/bin/python \\
+        --python .venv-lm-eval-0.5.0.dev1/bin/python \\
         --model hf --model hf-prefix --limit 20 --output_path out/releases
 
 For each interpreter (each with its own lm-eval) and each model backend, runs lm-eval's

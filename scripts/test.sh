@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The project's test command: sets everything up on a fresh machine, then lints and tests,
 # with the newest lm-eval that pyproject.toml allows, then with vLLM (.venv-vllm), then on
-# a one-node SLURM cluster (as root), then with the oldest lm-eval and with the pre-release
-# it allows too (each in its own environment, .venv-lm-eval-<version>), then with the lowest
-# versions of everything pyproject.toml bounds, on Python 3.10 (.venv-lowest). Extra
+# a one-node SLURM cluster (as root), then with the pre-release lm-eval it allows
+# (.venv-lm-eval-<version>), then with the lowest versions of everything pyproject.toml
+# bounds, the oldest lm-eval among them, on Python 3.10 (.venv-lowest). Extra
 # arguments go to every pytest run (e.g. `scripts/test.sh -k copa`). The tests read the
 # real data files from $DCPMI_DATA_DIR (default ../shared/data, where it exists): without
 # them pytest stops with one message (DCPMI_REQUIRE_DATA=1; a plain `pytest` skips the
 # tests that need the data instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The lower bound of `lm-eval>=...` in pyproject.toml (tests/test_install.py checks it).
-OLDEST_LM_EVAL=0.4.12
 # The pre-release within pyproject's range (pip installs it only when asked for it).
 NEXT_LM_EVAL=0.5.0.dev1
+# What the other releases' tiers run (OTHER_RELEASES in tests/helpers.py; a test checks both).
+OTHER_RELEASES="fast or api"
 # The data folder: $DCPMI_DATA_DIR if set, else ../shared/data where it exists, else none.
 if [ -z "${DCPMI_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
   export DCPMI_DATA_DIR=../shared/data
@@ -88,14 +88,15 @@ trap - EXIT
 # through lm-eval's Python API (where releases differ; OTHER_RELEASES in tests/helpers.py);
 # not the slow ones that start the CLI or install wheels, nor tests/test_install.py (it
 # checks the packaging, the same whichever lm-eval the environment holds): CI stays within
-# its time.
-for release in "$OLDEST_LM_EVAL" "$NEXT_LM_EVAL"; do
+# its time. The pre-release here; the oldest lm-eval (pyproject's lower bound) in the
+# lowest-versions tier below, with the lowest versions of everything else.
+for release in "$NEXT_LM_EVAL"; do
     release_venv=.venv-lm-eval-$release
     DCPMI_VENV=$release_venv LM_EVAL_VERSION=$release scripts/setup.sh
     "$release_venv/bin/python" -c "import importlib.metadata as m; v = m.version('lm-eval')
 assert v == '$release', f'lm-eval {v} in $release_venv, not $release'"
     "$release_venv/bin/python" -m pytest -q "${parallel[@]}" --ignore tests/test_install.py \
-        -m "fast or api" "$@"
+        -m "$OTHER_RELEASES" "$@"
 done
 
 # The lowest versions pyproject.toml allows of lm-eval, torch, transformers, datasets, jinja2
@@ -109,5 +110,5 @@ elif [ "$lowest_status" != 0 ]; then
     exit "$lowest_status"
 else
     .venv-lowest/bin/python -m pytest -q "${parallel[@]}" --ignore tests/test_install.py \
-        -m "fast or api" "$@"
+        -m "$OTHER_RELEASES" "$@"
 fi

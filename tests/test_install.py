@@ -99,18 +99,19 @@ def test_setup_script_installs_exactly_the_requirement_files():
 
 @pytest.mark.fast
 def test_the_test_command_tests_the_oldest_lm_eval_pyproject_allows():
-    """pyproject's lower bound for lm-eval is the version scripts/test.sh tests second; the
-    pre-release it tests third lies in pyproject's range; both with helpers.OTHER_RELEASES."""
+    """pyproject's lower bound for lm-eval is the one the lowest-versions tier installs; the
+    pre-release tier's release lies in pyproject's range; both run helpers.OTHER_RELEASES."""
     from packaging.version import Version
 
     (bound, upper) = re.findall(r'"lm-eval>=([0-9.]+),<([0-9.]+)"', PYPROJECT.read_text())[0]
+    assert f"\nlm-eval=={bound}\n" in (ROOT / LOWEST_REQUIREMENTS).read_text()
     test_command = (ROOT / "scripts" / "test.sh").read_text()
-    assert f"\nOLDEST_LM_EVAL={bound}\n" in test_command
     (pre_release,) = re.findall(r"\nNEXT_LM_EVAL=(\S+)\n", test_command)
     assert Version(bound) < Version(pre_release) < Version(upper)
-    assert 'for release in "$OLDEST_LM_EVAL" "$NEXT_LM_EVAL"; do' in test_command
+    assert 'for release in "$NEXT_LM_EVAL"; do' in test_command
     assert "LM_EVAL_VERSION=$release scripts/setup.sh" in test_command
-    assert f'-m "{OTHER_RELEASES}"' in test_command
+    assert f'\nOTHER_RELEASES="{OTHER_RELEASES}"\n' in test_command
+    assert test_command.count('-m "$OTHER_RELEASES"') == 2
 
 
 @pytest.mark.fast
