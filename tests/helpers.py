@@ -49,6 +49,31 @@ MISSING_DATA = (
     "files; put them there (a checkout of the project beside its `shared/` folder) or set "
     "DCPMI_DATA_DIR to the folder that holds them (see README, Data)."
 )
+HELLASWAG_FILE = "hellaswag/hellaswag_val.jsonl"
+
+
+def skip_unless_rebuilt_hellaswag(data_dir: Path) -> None:
+    """Skip a test that pins the rebuilt HellaSwag file's content (the committed results,
+    first_documents.json) when ``data_dir`` holds another file, e.g. the upstream one that
+    ``dcpmi fetch`` brings (docs/tasks.md, Data)."""
+    import pytest
+
+    from lm_eval_dcpmi.data import known_as, sha256_of
+    from lm_eval_dcpmi.data._folders import dataset_module
+
+    rebuilt = dataset_module("hellaswag").REBUILT_SHA256
+    path = data_dir / HELLASWAG_FILE
+    here = sha256_of(path) if path.exists() else None
+    if here != rebuilt:
+        what = "no such file" if here is None else known_as(HELLASWAG_FILE, here) or "another file"
+        pytest.skip(
+            f"{path} is not the rebuilt HellaSwag file (sha256 {rebuilt[:16]}...) that this "
+            f"test pins, but {what}"
+            + (f" (sha256 {here[:16]}...)" if here else "")
+            + ": see docs/tasks.md, Data"
+        )
+
+
 GGUF_FILE = embedded.GGUF_FILE
 embedded_model_dir = embedded.model_dir
 embedded_model_args = embedded.model_args

@@ -25,6 +25,7 @@ from helpers import (
     load_task,
     request_pairs,
     run_in_copy,
+    skip_unless_rebuilt_hellaswag,
 )
 
 from lm_eval_dcpmi import _paper as paper
@@ -137,8 +138,10 @@ def test_the_task_tables_counts_are_the_folders():
 
 
 @pytest.mark.parametrize("task_name", sorted(checked_tasks()))
-def test_count_and_first_documents_are_the_folders(task_manager, task_name, caplog):
-    _folder, expected = checked_tasks()[task_name]
+def test_count_and_first_documents_are_the_folders(task_manager, task_name, caplog, data_dir):
+    folder, expected = checked_tasks()[task_name]
+    if folder == "hellaswag":  # its first_documents.json holds the rebuilt file's
+        skip_unless_rebuilt_hellaswag(data_dir)
     with caplog.at_level(logging.WARNING):
         task = load_task(task_manager, task_name)
     assert_first_documents(task, expected)

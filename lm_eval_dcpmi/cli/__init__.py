@@ -21,8 +21,9 @@ what lm-eval would trip over late; ``_saving`` finds what it saved).
 One module per subcommand, each a ``SubCommand`` (``_subcommand``): ``_run``, ``_tasks``
 (the plugin's groups, tags and tasks; ``dcpmi run --tasks list`` too), ``_report``
 (``lm_eval_dcpmi.report``), ``_verify`` (``lm_eval_dcpmi.verification``), ``_export``
-(``lm_eval_dcpmi.export``) and ``_merge`` (``lm_eval_dcpmi.merging``). Each imports what
-does the work only when it runs, so ``dcpmi tasks`` starts fast.
+(``lm_eval_dcpmi.export``), ``_merge`` (``lm_eval_dcpmi.merging``) and ``_fetch`` (the data
+files into a data folder, ``lm_eval_dcpmi.data``). Each imports what does the work only
+when it runs, so ``dcpmi tasks`` starts fast.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import sys
 from collections.abc import Sequence
 
 from lm_eval_dcpmi.cli._export import Export
+from lm_eval_dcpmi.cli._fetch import Fetch
 from lm_eval_dcpmi.cli._merge import Merge
 from lm_eval_dcpmi.cli._report import Report
 from lm_eval_dcpmi.cli._run import Run
@@ -41,7 +43,15 @@ from lm_eval_dcpmi.cli._verify import Verify
 
 __all__ = ["main"]
 
-SUBCOMMANDS: tuple[SubCommand, ...] = (Run(), Report(), Tasks(), Export(), Verify(), Merge())
+SUBCOMMANDS: tuple[SubCommand, ...] = (
+    Run(),
+    Report(),
+    Tasks(),
+    Export(),
+    Verify(),
+    Merge(),
+    Fetch(),
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,7 +6,9 @@ a dataset folder's ``dataset.py`` uses ``Upstream``, ``Row`` and the record help
 Modules: ``_loaders`` (finding and reading the files), ``_folders`` (the dataset
 folders), ``_records`` (record checks), ``_text_files`` (text read with errors that name
 file, line and byte), ``_user_json`` (a user's ``dataset_path: json`` file),
-``_digests`` (the sha256 of the data a task read).
+``_digests`` (the sha256 of files and folders), ``_task_files`` (the data files a task
+read, with their sha256), ``_upstream`` (where a download goes, ``DCPMI_DATA_MIRROR``, and
+the sha256 it must bring), ``_fetch`` (``dcpmi fetch``: every file into a data folder).
 """
 
 from lm_eval_dcpmi._exports import lazy_exports
@@ -15,7 +17,10 @@ from lm_eval_dcpmi._exports import lazy_exports
 _EXPORTS = {
     "file_sha256": "_digests",
     "sha256_of": "_digests",
-    "task_data_files": "_digests",
+    "Fetched": "_fetch",
+    "default_data_dir": "_fetch",
+    "fetch": "_fetch",
+    "KnownCopy": "_folders",
     "Upstream": "_folders",
     "csv_rows": "_loaders",
     "jsonl": "_loaders",
@@ -31,6 +36,11 @@ _EXPORTS = {
     "index_in": "_records",
     "nonempty": "_records",
     "option_texts": "_records",
+    "task_data_files": "_task_files",
+    "known_as": "_upstream",
+    "MIRROR_ENV": "_upstream",
+    "mirror_from_env": "_upstream",
+    "UPSTREAM_FILE": "_upstream",
     "loading_json": "_user_json",
 }
 __all__ = sorted(_EXPORTS)

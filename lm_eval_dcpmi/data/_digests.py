@@ -1,5 +1,7 @@
-"""The sha256 of the data a task read, so that two results can be known to score the same
-files (``DCPMITask`` records them in its metadata; ``dcpmi verify`` checks them).
+"""The sha256 of data files and folders, so that two results can be known to score the same
+files (``_task_files`` gives those of the files a task read, which ``DCPMITask`` records in
+its metadata and ``dcpmi verify`` checks), and a download can be known to be the upstream
+file (``_upstream``).
 
 A file's digest is the sha256 of its bytes. A folder's (RACE's folders of article files) is
 the sha256 of its sorted ``<relative path>\\0<file sha256>\\n`` lines: renaming, adding or
@@ -11,9 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 
 @functools.lru_cache(maxsize=256)
@@ -45,42 +45,3 @@ def folder_sha256(folder: str | os.PathLike) -> str:
 def sha256_of(path: str | os.PathLike) -> str:
     """``folder_sha256`` of a folder, else ``file_sha256``."""
     return folder_sha256(path) if Path(path).is_dir() else file_sha256(path)
-
-
-def data_file_keys(dataset_kwargs: Mapping[str, Any] | None) -> dict[str, str]:
-    """The plugin loaders' data files in a task's ``dataset_kwargs``: ``file`` and every
-    ``*_file`` (``fewshot_file``), key -> the file's path in the data folder."""
-    return {
-        key: value
-        for key, value in (dataset_kwargs or {}).items()
-        if (key == "file" or key.endswith("_file")) and isinstance(value, str) and value
-    }
-
-
-def task_data_files(config: Any) -> dict[str, str]:
-    """``{file: sha256}`` of the data files a task's loader read (``config``: lm-eval's
-    ``TaskConfig``): the plugin's loaders' files in its data folder, or a ``json``/``csv``
-    task's ``data_files``. Empty for a hub dataset (its id and revision say what it is)."""
-    from lm_eval_dcpmi.data._loaders import locate
-
-    kwargs = getattr(config, "dataset_kwargs", None) or {}
-    metadata = getattr(config, "metadata", None) or {}
-    loader = getattr(config, "custom_dataset", None)
-    ours = getattr(loader, "__module__", "").startswith("lm_eval_dcpmi.")
-    found = {}
-    for file in data_file_keys(kwargs).values() if ours else ():
-        path = locate(file, metadata.get("data_dir"), folder=None)
-        found[file] = sha256_of(path)
-    data_files = kwargs.get("data_files")
-    if isinstance(data_files, str):
-        data_files = [data_files]
-    if isinstance(data_files, Mapping):
-        data_files = [f for files in data_files.values() for f in _as_list(files)]
-    for file in data_files or []:
-        if isinstance(file, str) and Path(file).is_file():
-            found[Path(file).name] = file_sha256(file)
-    return found
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, (list, tuple)) else [value]

@@ -3,7 +3,7 @@
 Besides its task YAMLs, a folder holds
 
 * ``dataset.py``: ``FILES``, the dataset's files (paths in the data folder, which start
-  with the folder's name) and where each is downloaded from (``Upstream``); and
+  with the folder's name), where each is downloaded from and its sha256 (``Upstream``); and
   ``RECORDS``, the record readers its YAMLs name in ``dataset_kwargs.record``: each checks
   one raw row, adds ``gold`` and raises ``_records.RecordError`` on a bad one;
 * ``README.md``: the source, paper, split and counts, the exact strings, the paper's numbers;
@@ -37,11 +37,24 @@ Reader = Callable[[dict[str, Any]], "dict[str, Any] | None"]
 
 
 @dataclass(frozen=True)
+class KnownCopy:
+    """A copy of a dataset file other than the upstream one, accepted in its place and named
+    wherever its digest shows (HellaSwag's rebuilt file, which the committed results read)."""
+
+    sha256: str
+    what: str  # how messages name it, e.g. "the rebuilt HellaSwag file (...)"
+
+
+@dataclass(frozen=True)
 class Upstream:
-    """Where a dataset file comes from when no data folder is set."""
+    """Where a dataset file comes from when no data folder is set, and what it must be."""
 
     url: str  # the file itself, or an archive that holds it
     member: str | None = None  # the file's path inside the archive (None: the url is it)
+    # The file's sha256 (a folder's: _digests.folder_sha256), checked after each download;
+    # None: not recorded (a user's own dataset folder), not checked.
+    sha256: str | None = None
+    copies: tuple[KnownCopy, ...] = ()  # other copies accepted in its place
 
 
 def dataset_folders(root: Path | None = None) -> dict[str, Path]:
@@ -104,3 +117,13 @@ def upstream(file: str, root: Path | None = None) -> Upstream | None:
     """Where ``file`` (a path in the data folder) is downloaded from, if a folder says."""
     module = _modules(root or task_configs_dir()).get(file.split("/", 1)[0])
     return None if module is None else module.FILES.get(file)
+
+
+def upstream_files(root: Path | None = None) -> dict[str, Upstream]:
+    """Every file the dataset folders name (path in the data folder -> its ``Upstream``), in
+    the folders' order."""
+    return {
+        file: source
+        for module in _modules(root or task_configs_dir()).values()
+        for file, source in module.FILES.items()
+    }

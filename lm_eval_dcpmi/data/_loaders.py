@@ -9,11 +9,14 @@ the raw row and adds ``gold``; the wording of premises and options lives in the 
 Where the files come from, in order: the ``data_dir`` task metadata
 (``--metadata '{"data_dir": ...}'``), the ``DCPMI_DATA_DIR`` environment variable,
 else the upstream file or archive its dataset folder names, downloaded once through
-``datasets``' download manager (cached under the Hugging Face datasets cache). COPA's two
-files (``PACKAGED``, BSD-2-Clause: their licence lies beside them in ``data/copa/``) ship
-inside the package: with a data folder set, they are read from it like every file; with
-none, from the package, never downloaded. The log says where a file not read from a data
-folder came from (the package, or the address it was downloaded from).
+``datasets``' download manager (cached under the Hugging Face datasets cache; from the
+server ``DCPMI_DATA_MIRROR`` names instead, if set) and checked against the sha256 the
+folder records (``_upstream``). COPA's two files (``PACKAGED``, BSD-2-Clause: their
+licence lies beside them in ``data/copa/``) ship inside the package: with a data folder
+set, they are read from it like every file; with none, from the package, never
+downloaded. The log says where a file not read from a data folder came from (the package,
+or the address it was downloaded from). ``dcpmi fetch`` (``_fetch``) downloads them all
+into a data folder.
 (``_user_json`` names the file and line of a user task's JSON data the datasets library
 cannot read.)
 """
@@ -36,6 +39,7 @@ from lm_eval_dcpmi._json_files import parse_json
 from lm_eval_dcpmi.data import _folders as folders
 from lm_eval_dcpmi.data import _records as records
 from lm_eval_dcpmi.data._text_files import declares_utf8, is_utf8, not_utf8_message, reading
+from lm_eval_dcpmi.data._upstream import MIRROR_ENV, Mirror, checked_sha256, mirror_from_env
 from lm_eval_dcpmi.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -110,10 +114,13 @@ def _find(file: str, data_dir: str | os.PathLike | None) -> Path:
             f"with lm_eval_dcpmi ({shipped}), no download"
         )
         return shipped
-    return _download(file)
+    return _download(file, mirror_from_env())
 
 
-def _download(file: str) -> Path:
+def _download(file: str, mirror: Mirror | None = None, *, fetching: bool = False) -> Path:
+    """``file`` downloaded (once: the datasets cache keeps it) from its upstream address, or
+    the same path on ``mirror``, and checked against its recorded sha256 (``fetching``: for
+    ``dcpmi fetch``, whose failure has another fix than a task's)."""
     source = folders.upstream(file)
     if source is None:
         raise DataError(
@@ -121,15 +128,22 @@ def _download(file: str) -> Path:
             f"(FILES in its dataset folder's dataset.py). Set {DATA_DIR_ENV} to a folder "
             f"that holds {file}."
         )
-    url, member = source.url, source.member
+    url = source.url if mirror is None else mirror.address(source.url)
+    member = source.member
     try:
         manager = datasets.DownloadManager(dataset_name="lm_eval_dcpmi")
-        fetched = Path(manager.download_and_extract(url))
+        # download_and_extract in two steps: a bad download's message names both copies
+        downloaded = Path(manager.download(url))
+        fetched = Path(manager.extract(str(downloaded)))
     except Exception as err:  # network errors come in many types; all end here
+        failed = f"{url} and failed ({type(err).__name__}: {err})"
+        server = f" to {MIRROR_ENV}'s server" if mirror is not None else ""
         raise DataError(
-            f"{file}: {DATA_DIR_ENV} is not set, so the plugin tried to download {url} "
-            f"and failed ({type(err).__name__}: {err}). Set {DATA_DIR_ENV} to a folder "
-            f"that holds {file}, or allow network access."
+            f"{file}: dcpmi fetch tried to download {failed}. Check the network access"
+            f"{server} and run dcpmi fetch again (the files it has fetched stay)."
+            if fetching
+            else f"{file}: {DATA_DIR_ENV} is not set, so the plugin tried to download {failed}. "
+            f"Set {DATA_DIR_ENV} to a folder that holds {file}, or allow network access{server}."
         ) from err
     if member is None:
         path = fetched
@@ -138,6 +152,7 @@ def _download(file: str) -> Path:
         if not found:
             raise DataError(f"{file}: the archive {url} (extracted at {fetched}) has no {member}.")
         path = found[0]
+    checked_sha256(file, path, url, downloaded, fetched)
     _say_once(f"{file}: no data folder is set ({DATA_DIR_ENV}); downloaded from {url} ({path})")
     return path
 

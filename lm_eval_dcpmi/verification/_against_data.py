@@ -69,17 +69,32 @@ def data_findings(task: TaskEntry, rebuilt: RebuiltTask, where: str) -> list[Fin
             found.append(
                 Finding(
                     where,
-                    f"data file {file}: the file here has sha256 {digest[:16]}..., but the run "
-                    + (
-                        f"read {logged[:16]}...: other data"
-                        if logged
-                        else "recorded no digest of it"
-                    ),
+                    other_data(file, digest, logged)
+                    if logged
+                    else f"data file {file}: the file here has sha256 {digest[:16]}..., but the "
+                    "run recorded no digest of it",
                 )
             )
     for file in sorted(set(recorded or {}) - set(rebuilt.data_files)):
         found.append(Finding(where, f"records data file {file}, which the task here does not read"))
     return found
+
+
+def other_data(file: str, here: str, recorded: str) -> str:
+    """A data file whose sha256 here is not the one the run recorded; when the run read a
+    known copy of the file (HellaSwag's rebuilt file, which the committed results read),
+    one more sentence says so, and what the file here is."""
+    from lm_eval_dcpmi.data import UPSTREAM_FILE, known_as
+
+    said = (
+        f"data file {file}: the file here has sha256 {here[:16]}..., but the run read "
+        f"{recorded[:16]}...: other data"
+    )
+    read = known_as(file, recorded)
+    if read is None or read == UPSTREAM_FILE:
+        return said
+    have = "the upstream file" if known_as(file, here) == UPSTREAM_FILE else "the file"
+    return f"{said}. The run read {read}, sha256 {recorded[:16]}..., not {have} you have."
 
 
 # What a task scored against, as its metadata records it: the domain premise (null when
@@ -360,11 +375,5 @@ def recorded_digest_findings(task: TaskEntry, data_dir: str | None, where: str) 
             continue
         here = sha256_of(path)
         if here != digest:
-            found.append(
-                Finding(
-                    where,
-                    f"data file {file}: the file here has sha256 {here[:16]}..., but the run "
-                    f"read {digest[:16]}...: other data",
-                )
-            )
+            found.append(Finding(where, other_data(file, here, digest)))
     return found

@@ -7,9 +7,13 @@ from __future__ import annotations
 from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty
 
 GITHUB = "https://raw.githubusercontent.com"
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
-    "agnews/test.csv": Upstream(f"{GITHUB}/tonyzhaozh/few-shot-learning/main/data/agnews/test.csv"),
+    "agnews/test.csv": Upstream(
+        f"{GITHUB}/tonyzhaozh/few-shot-learning/main/data/agnews/test.csv",
+        sha256="1b1b6c5f1dd034c83fec3f585611d2bc65c34fafd86685fc92cee5e6059313ef",
+    ),
 }
 
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Upstream
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "arc/ARC-Easy-Test.jsonl": Upstream(
         "https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
         "ARC-Easy/ARC-Easy-Test.jsonl",
+        sha256="ce32a0774b4beb1977d2c6b16dda5dd2b24fdc9c7f506882c452678676bd09be",
     ),
     "arc/ARC-Challenge-Test.jsonl": Upstream(
         "https://ai2-public-datasets.s3.amazonaws.com/arc/ARC-V1-Feb2018.zip",
         "ARC-Challenge/ARC-Challenge-Test.jsonl",
+        sha256="9fa8ffb3e3a1f88cb302d53dd95aae81e39209ad9bcf974376b319d8fd35717c",
     ),
 }
 

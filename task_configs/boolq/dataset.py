@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
-    "boolq/dev.jsonl": Upstream("https://storage.googleapis.com/boolq/dev.jsonl"),
+    "boolq/dev.jsonl": Upstream(
+        "https://storage.googleapis.com/boolq/dev.jsonl",
+        sha256="ebc29ea3808c5c611672384b3de56e83349fe38fc1fe876fd29b674d81d0a80a",
+    ),
 }
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "cb/val.jsonl": Upstream(
         "https://dl.fbaipublicfiles.com/glue/superglue/data/v2/CB.zip",
         "CB/val.jsonl",
+        sha256="c6125587e9601560cb16ea223c33964c5a915568d2af68a81f651b6ef25395ec",
     ),
 }
 

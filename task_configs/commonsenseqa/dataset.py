@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Upstream
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "commonsenseqa/dev_rand_split.jsonl": Upstream(
-        "https://s3.amazonaws.com/commensenseqa/dev_rand_split.jsonl"
+        "https://s3.amazonaws.com/commensenseqa/dev_rand_split.jsonl",
+        sha256="3210497fdaae614ac085d9eb873dd7f4d49b6f965a93adadc803e1229fd8a02a",
     ),
 }
 

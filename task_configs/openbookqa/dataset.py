@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Upstream
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "openbookqa/test.jsonl": Upstream(
         "https://ai2-public-datasets.s3.amazonaws.com/open_bookqa/OpenBookQA-V1-Sep2018.zip",
         "Data/Main/test.jsonl",
+        sha256="feb2bd9bfa6161dca4c44ce90e51e8cdada83eb5061407fcdc5005e44aaf2313",
     ),
 }
 

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty, option_texts
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "race/test/middle": Upstream(
         "http://www.cs.cmu.edu/~glai1/data/race/RACE.tar.gz",
         "RACE/test/middle",
+        sha256="b9dc67df58526e8ddc39999c2131337d8b8b64cf6a445402ce1ea5c85533bde5",
     ),
     "race/test/high": Upstream(
         "http://www.cs.cmu.edu/~glai1/data/race/RACE.tar.gz",
         "RACE/test/high",
+        sha256="d93bac2b51b3697b3a513344918e3bb22e9367064688ea3c6bee89a43df61cd0",
     ),
 }
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty
 
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "rte/val.jsonl": Upstream(
         "https://dl.fbaipublicfiles.com/glue/superglue/data/v2/RTE.zip",
         "RTE/val.jsonl",
+        sha256="ab990507bf5f35dc176cba7770a72bfa2c50a88ed72b8cc95cfbf9db95ab1af1",
     ),
 }
 

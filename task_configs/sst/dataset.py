@@ -10,10 +10,17 @@ import re
 from lm_eval_dcpmi.data import RecordError, Row, Upstream, index_in
 
 GITHUB = "https://raw.githubusercontent.com"
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "sst/sst_test.txt": Upstream(
-        f"{GITHUB}/prrao87/fine-grained-sentiment/master/data/sst/sst_test.txt"
+        f"{GITHUB}/prrao87/fine-grained-sentiment/master/data/sst/sst_test.txt",
+        sha256="ae78588874d7653eb416992014ccc9ead5d3540e3f83158186202c9a5bf9461b",
+    ),
+    # the few-shot study's example pool (task_configs/sst/fewshot/)
+    "sst/sst_train.txt": Upstream(
+        f"{GITHUB}/prrao87/fine-grained-sentiment/master/data/sst/sst_train.txt",
+        sha256="1e30d2895f7b1569f9faa42a5e7b0da03dab41439cff08c65b6eb11c8f9ba707",
     ),
 }
 

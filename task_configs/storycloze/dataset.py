@@ -7,10 +7,12 @@ from __future__ import annotations
 from lm_eval_dcpmi.data import Row, Upstream, field, index_in, nonempty
 
 GITHUB = "https://raw.githubusercontent.com"
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
     "storycloze/test_spring2016.tsv": Upstream(
-        f"{GITHUB}/snigdhac/StoryComprehension_EMNLP/master/Dataset/RoCStories/test_spring2016.tsv"
+        f"{GITHUB}/snigdhac/StoryComprehension_EMNLP/master/Dataset/RoCStories/test_spring2016.tsv",
+        sha256="953ab7cd4e4956fb0df5945c08ca3d5894e024ba552efd3c5c9cf5622e97f309",
     ),
 }
 

@@ -10,9 +10,13 @@ import re
 from lm_eval_dcpmi.data import RecordError, Row, Upstream, index_in
 
 GITHUB = "https://raw.githubusercontent.com"
-# The files its tasks read (paths in the data folder) and where each is downloaded from.
+# The files its tasks read (paths in the data folder), where each is downloaded from and
+# its sha256 (checked after each download; a folder's: lm_eval_dcpmi/data/_digests.py).
 FILES = {
-    "trec/test.txt": Upstream(f"{GITHUB}/tonyzhaozh/few-shot-learning/main/data/trec/test.txt"),
+    "trec/test.txt": Upstream(
+        f"{GITHUB}/tonyzhaozh/few-shot-learning/main/data/trec/test.txt",
+        sha256="69b2d406aa15b3b514b6bf9b3bf1fa2c3515ce7ae744651173f8e57347bfb2a9",
+    ),
 }
 
 
