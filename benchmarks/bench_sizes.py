@@ -54,6 +54,7 @@ from common import (
     device_option,
     machine,
     read_record,
+    release_device_memory,
     run_main,
 )
 from published_configs import CONFIGS, build_model, tokenizer_option
@@ -74,10 +75,13 @@ def run_worker(args: argparse.Namespace, folder: Path, backend: str, dtype: str)
     command = [
         sys.executable, __file__, "--worker", backend, "--folder", str(folder),
         "--dtype", dtype, "--device", args.device, "--batch-size", str(args.batch_size),
-        "--requests-file", str(args.requests_file),
+        "--requests-file", str(args.requests_file), "--max-batch-size", str(args.max_batch_size),
     ]  # fmt: skip
     if args.threads:
         command += ["--threads", str(args.threads)]
+    # What this process built or measured on the GPU goes back to the driver first: the
+    # backend's process finds the card as free as it can be (its auto batch size reads it).
+    held = release_device_memory(args.device)
     print(f"bench_sizes: {folder.name} {backend} {dtype} ...", flush=True)
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -86,6 +90,8 @@ def run_worker(args: argparse.Namespace, folder: Path, backend: str, dtype: str)
         sys.exit(f"bench_sizes: {folder.name} {backend} {dtype} failed:\n{done.stderr[-4000:]}")
     record = json.loads(lines[-1].removeprefix("RECORD "))
     record["process_s"] = round(time.perf_counter() - started, 1)
+    if held:
+        record["parent_gpu_memory_gb"] = held
     return record
 
 
@@ -125,7 +131,9 @@ def run_config(name: str, args: argparse.Namespace, requests: dict) -> dict:
         gflop = performed_gflop(spec, parameters, record, backend)
         row["backends"][backend] = {
             **{k: v for k, v in record.items() if k not in ("loglikelihoods", "n_tokens")},
-            "whole_run_s": round(record["load_s"] + record["score_s"], 1),
+            "whole_run_s": round(
+                record["load_s"] + record.get("batch_size_auto_s", 0) + record["score_s"], 1
+            ),
             "tokens_per_s": round(hf["hf_positions"] / record["score_s"], 1),
             "performed_gflop": round(gflop, 1),
             "efficiency": round(gflop / record["score_s"] / rate["best"], 3),
@@ -147,7 +155,9 @@ def main() -> None:
     parser.add_argument("--label", default=None, help="output name suffix (default: date)")
     parser.add_argument("--work", type=Path, default=None, help="where models are saved")
     parser.add_argument("--keep", action="store_true", help="keep the saved models")
-    parser.add_argument("--batch-size", default="4")
+    parser.add_argument("--batch-size", default="4", help="a number, or auto")
+    parser.add_argument("--max-batch-size", type=int, default=64,
+                        help="auto's largest try (HFLM's max_batch_size)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--device", type=device_option, default="cpu", help="cpu or cuda[:N]")
     parser.add_argument("--requests", default="data", choices=("data", "synthetic"))

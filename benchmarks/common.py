@@ -270,16 +270,11 @@ def machine() -> dict[str, Any]:
         found = re.search(r"^flags\s*:\s*(.+)$", cpuinfo, re.M)
         flags = set(found.group(1).split()) if found else set()
         isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
-    import subprocess
-
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True, check=False).stdout.strip()  # fmt: skip
+    commit, commit_from = checkout_commit()
     return {
         "date": datetime.datetime.now().isoformat(timespec="minutes"),
-        "commit": commit + ("+changes" if dirty else ""),
+        "commit": commit,
+        "commit_from": commit_from,
         "cpu": cpu,
         "isa": isa,
         "cpus": len(os.sched_getaffinity(0)),
@@ -288,6 +283,67 @@ def machine() -> dict[str, Any]:
         "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
         "python": platform.python_version(),
         "versions": {p: _version(p) for p in ("torch", "transformers", "lm_eval", "lm-eval-dcpmi")},
+        **_gpu(),
+    }
+
+
+# Written by benchmarks/device_prepare.sh, where git is: a GPU machine gets the tree without
+# .git and perhaps without a git binary, and its record must still name the code it ran.
+COMMIT_FILE = Path(__file__).resolve().parent / "device" / "COMMIT"
+
+
+def checkout_commit() -> tuple[str, str]:
+    """The checkout's short commit, ``+changes`` where tracked files differ from it, and
+    where that came from: git, or else ``COMMIT_FILE`` (a tree with no git), or unknown."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                                  check=False)  # fmt: skip
+        except OSError:  # no git binary
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit:
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return commit + ("+changes" if dirty else ""), "git"
+    if COMMIT_FILE.is_file():
+        written = COMMIT_FILE.read_text(encoding="utf-8").strip()
+        if re.fullmatch(r"[0-9a-f]{7,40}(\+changes)?", written):
+            return written, "benchmarks/device/COMMIT"
+    return "unknown", "none (no git answered, no benchmarks/device/COMMIT)"
+
+
+def _gpu() -> dict[str, Any]:
+    """The GPU's name and memory where torch sees one (a GPU record names its card)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return {}
+    properties = torch.cuda.get_device_properties(0)
+    return {"gpu": properties.name, "gpu_memory_gb": round(properties.total_memory / 2**30, 1)}
+
+
+def release_device_memory(device: str) -> dict[str, float]:
+    """Hand the GPU memory this process no longer uses back to the driver (the caching
+    allocator keeps what a freed model held, ~16 GB after an 8B model is built), so that a
+    backend's process started next finds the card free: ``--batch_size auto`` sizes its
+    batches by the free memory. What this process still holds after, in GB."""
+    if not device.startswith("cuda"):
+        return {}
+    import gc
+
+    import torch
+
+    gc.collect()
+    torch.cuda.empty_cache()
+    return {
+        "allocated_gb": round(torch.cuda.memory_allocated() / 1e9, 2),
+        "reserved_gb": round(torch.cuda.memory_reserved() / 1e9, 2),
     }
 
 

@@ -110,20 +110,34 @@ def worker(args: Any) -> dict[str, Any]:
     backend = PrefixHFLM if args.worker == "hf-prefix" else HFLM
     start = time.perf_counter()
     lm = backend(pretrained=str(args.folder), dtype=args.dtype, device=args.device,
-                 batch_size=args.batch_size)  # fmt: skip
+                 batch_size=args.batch_size, max_batch_size=args.max_batch_size)  # fmt: skip
     load_s = time.perf_counter() - start
     load_peak = memory.peak_and_reset()
     detected: list[int] = []
+    probing = [False, 0.0]  # in batch_size=auto's detection; its seconds
+    probe_peaks: list[float] = []
     detect = lm._detect_batch_size
 
     def recorded(*a: Any, **k: Any) -> int:
-        detected.append(detect(*a, **k))
+        # auto's probe (five passes of max_batch_size rows of the longest request) is no
+        # scoring: timed apart, and its passes not counted as forwarded positions.
+        probing[0], start = True, time.perf_counter()
+        try:
+            detected.append(detect(*a, **k))
+        finally:
+            if memory.cuda:  # its passes are queued: wait for them before the clock stops
+                torch.cuda.synchronize()
+            probing[0] = False
+            probing[1] += time.perf_counter() - start
+            probe_peaks.append(memory.peak_and_reset())  # the scoring's peak is its own
         return detected[-1]
 
     lm._detect_batch_size = recorded
     forwarded = [0, 0]  # positions, calls
 
     def count(_module: Any, positional: tuple, keywords: dict) -> None:
+        if probing[0]:
+            return
         ids = keywords.get("input_ids", positional[0] if positional else None)
         forwarded[0] += int(ids.numel())
         forwarded[1] += 1
@@ -132,7 +146,7 @@ def worker(args: Any) -> dict[str, Any]:
     instances = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
     start = time.perf_counter()
     answers = lm.loglikelihood(instances, disable_tqdm=True)
-    score_s = time.perf_counter() - start
+    score_s = time.perf_counter() - start - probing[1]
     hook.remove()
     encoded = [_encode(lm, *pair) for pair in pairs]
     record = {
@@ -169,6 +183,8 @@ def worker(args: Any) -> dict[str, Any]:
             record["cache_budget_mb"] = round(budget.cache * element / 2**20, 1)
     if detected:
         record["batch_size_auto"] = detected
+        record["batch_size_auto_s"] = round(probing[1], 2)
+        record["peak_memory_batch_size_auto_gb"] = max(probe_peaks)
     return record
 
 

@@ -68,6 +68,22 @@ if [ -x "$eee_venv/bin/python" ]; then export DCPMI_EEE_PYTHON=$PWD/$eee_venv/bi
 parallel=(-n "${DCPMI_TEST_WORKERS:-2}" --dist load)
 "$venv/bin/python" -m pytest -q "${parallel[@]}" "$@"
 
+# The GPU machine's check as that machine runs it, in a CPU twin of its image
+# (tests/test_device_twin.py, marked `device_twin`): the environment scripts/setup-device-twin.sh
+# makes once (torch 2.11.0's CUDA build, 4.9 GB, 2.5-5 min the first time, 15 s after), the
+# wheels benchmarks/device_prepare.sh fetches, the docs' command line with --tiny (~3.5 min).
+twin_status=0
+scripts/setup-device-twin.sh || twin_status=$?
+if [ "$twin_status" = 3 ]; then
+    echo "test.sh: the GPU check's twin test (tests/test_device_twin.py) is skipped: no Python 3.12"
+elif [ "$twin_status" != 0 ]; then
+    exit "$twin_status"
+else
+    # exit status 5: the extra arguments selected none of them (e.g. -k copa)
+    DCPMI_DEVICE_TWIN=.venv-device-twin "$venv/bin/python" -m pytest -q -m device_twin \
+        tests/test_device_twin.py "$@" || [ $? = 5 ]
+fi
+
 # vLLM: lm-eval's vllm backend and local-completions against `vllm serve`, scoring as hf
 # (tests/test_vllm.py, marked `vllm`), in the environment scripts/setup-vllm.sh makes once
 # (vLLM's CPU build, ~3 GB; ~30 s when it is there). One worker: vLLM binds every core.
