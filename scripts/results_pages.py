@@ -90,8 +90,9 @@ def result_sets(root: Path = ROOT) -> dict[str, list[Path]]:
     return sets
 
 
-# What else results/ holds: its README and the benchmarks' records (results/benchmarks).
-NOT_SETS = ("README.md", "benchmarks")
+# What else results/ holds: its README, the benchmarks' records (results/benchmarks) and the
+# catalogue sweep's (results/catalogue, scripts/sweep_catalogue.py).
+NOT_SETS = ("README.md", "benchmarks", "catalogue")
 
 
 def set_files(folder: Path) -> set[Path]:

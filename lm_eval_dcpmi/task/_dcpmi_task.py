@@ -33,7 +33,13 @@ from lm_eval_dcpmi._harness import (
     unsupported_task_form,
 )
 from lm_eval_dcpmi.data import loading_json, task_data_files
-from lm_eval_dcpmi.errors import DataError, DCPMIConfigError, offline_errors, offline_fix
+from lm_eval_dcpmi.errors import (
+    DataError,
+    DCPMIConfigError,
+    DCPMIError,
+    offline_errors,
+    offline_fix,
+)
 from lm_eval_dcpmi.rules import (
     DOMAIN,
     METHODS,
@@ -62,7 +68,7 @@ from lm_eval_dcpmi.task import (
 from lm_eval_dcpmi.task import (
     _request_checks as request_checks,
 )
-from lm_eval_dcpmi.task._derive import with_base_task
+from lm_eval_dcpmi.task._derive import base_task_refusal, with_base_task
 from lm_eval_dcpmi.task._document_store import DocumentScoring, PendingDocuments, document_key
 from lm_eval_dcpmi.task._tokens import (
     TokenCounter,
@@ -88,6 +94,7 @@ class DCPMITask(task_class()):  # lm-eval's ConfigurableTask
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = dict(config or {})
         config.pop("class", None)
+        given = config
         if "base_task" in config:
             config = with_base_task(config, DCPMITask)
         name = config.get("task", "<unnamed task>")
@@ -133,7 +140,16 @@ class DCPMITask(task_class()):  # lm-eval's ConfigurableTask
         self._n_constructed = 0  # construct_requests calls: none when lm-eval read its cache
         self._metric_override: str | None = None
         self._last_choices: tuple[Any, Any] = (None, None)  # (document, its options)
-        super().__init__(config=config, **kwargs)
+        try:
+            super().__init__(config=config, **kwargs)
+        except DCPMIError:
+            raise
+        except Exception as error:
+            # a variant of a task lm-eval cannot build either: say that its base is at fault
+            refusal = base_task_refusal(given, error) if "base_task" in given else None
+            if refusal is None:
+                raise
+            raise refusal from error
         # Results name a task by its version: an edited premise must not pass for the old.
         identity = references.identity_sha256(self.references, self.content_free_fields)
         self.VERSION = premise_digest.premise_versioned(self.VERSION, identity)

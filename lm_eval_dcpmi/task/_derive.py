@@ -20,6 +20,11 @@ and one line says so. ``dcpmi run --dcpmi_task TASK[=PREMISE]`` writes such a YA
 (``write_derived_tasks``); ``dcpmi verify`` writes it again from the option a results file
 records.
 
+A base task lm-eval cannot build either (its YAML's ``!function`` module does not import,
+or lm-eval refuses its config before reading data: ``base_task_refusal``) is refused in
+one line naming lm-eval's error; scripts/sweep_catalogue.py counts these over lm-eval's
+whole catalogue (``_catalogue``).
+
 The base task is looked up in the index of the ``TaskManager`` that indexed the derived
 YAML, so that a base task from the same ``--include_path`` is found: the plugin's start-up
 hook (``_autoload``) calls ``note_task_manager`` for every ``TaskManager`` built, and the
@@ -38,6 +43,7 @@ from typing import Any
 import yaml
 
 from lm_eval_dcpmi._harness import entry_yaml, indexed_files_with, load_task_config
+from lm_eval_dcpmi._harness import task_class as lm_eval_task_class
 from lm_eval_dcpmi.errors import DCPMIConfigError, DCPMIError
 from lm_eval_dcpmi.task._premise_digest import derived_label
 from lm_eval_dcpmi.task._references import DERIVED_PREMISE
@@ -63,6 +69,13 @@ def note_task_manager(manager: Any) -> None:
     YAMLs (those with ``base_task``) it indexed. Called for every new ``TaskManager``."""
     for source in indexed_files_with(manager, BASE_TASK_KEY):
         _INDEXED_BY[source] = manager
+
+
+def note_derived_yaml(source: str, manager: Any) -> None:
+    """Look up the base task of the derived YAML ``source`` in ``manager``'s index: for a
+    YAML no manager indexed (the catalogue sweep reads the YAMLs ``write_derived_tasks``
+    writes without indexing them again)."""
+    _INDEXED_BY[source] = manager
 
 
 def with_base_task(config: dict[str, Any], task_class: type) -> dict[str, Any]:
@@ -134,7 +147,15 @@ def _base_config(
             f"{where}: base task {base_name!r} is not a registered task ({searched}).{hint} "
             "A task of your own needs its folder in --include_path."
         )
-    config = load_task_config(yaml_path)
+    try:
+        config = load_task_config(yaml_path)
+    except Exception as error:  # lm-eval's loader on the base's own YAML and modules
+        raise DCPMIConfigError(
+            f"{where}: base task {base_name!r} does not load ({yaml_path}): "
+            f"{_first_line(error)}; lm-eval cannot build the base task itself either: fix "
+            "what its YAML names (a `!function` module and what that imports) or derive "
+            "another task."
+        ) from error
     for key in BASE_KEYS_DROPPED:
         config.pop(key, None)
     base_class = config.pop("class", None)
@@ -148,6 +169,61 @@ def _base_config(
             "and options the config defines."
         )
     return config
+
+
+class _DataReached(BaseException):
+    """Raised where a task would read its data: its config built. A BaseException, so that
+    no ``except Exception`` on the way takes it for a fault."""
+
+
+def base_task_refusal(given: dict[str, Any], error: Exception) -> DCPMIConfigError | None:
+    """The refusal when lm-eval cannot build the base task either: its own task class,
+    given the base's config (the config ``given`` names by ``base_task``), fails before it
+    reads any data with the same error that building the derived task raised (``error``),
+    the derived task's name read as the base's. None otherwise: the derived task's own
+    fault, whose error stands.
+
+    lm-eval 0.5.0.dev1 refuses some of its own tasks' configs when it builds them (e.g.
+    ``aggregation: f1``, a name it registers as a metric only): the variant of such a task
+    fails the same way, and the user should learn that the base is at fault.
+    """
+    derived = dict(given)
+    base_name = derived.pop(BASE_TASK_KEY, None)
+    if not isinstance(base_name, str) or not base_name:
+        return None
+    where = _describe(derived)
+    lm_eval_class = lm_eval_task_class()
+    manager, searched = _task_manager(derived)
+    try:
+        base = _base_config(base_name, manager, searched, where, lm_eval_class)
+    except DCPMIConfigError:
+        return None  # not a plain task of lm-eval's (a DC-PMI task): no comparison
+    base["metadata"] = _as_dict(base.get("metadata"))
+
+    class UpToData(lm_eval_class):  # lm-eval's class, stopped where it would read data
+        def download(self, *args: Any, **kwargs: Any) -> None:
+            raise _DataReached
+
+    try:
+        UpToData(config=base)
+    except _DataReached:
+        return None
+    except Exception as base_error:  # lm-eval's own, on the base task's own config
+        names = (str(derived.get("task")), base_name)
+        if type(base_error) is not type(error) or str(base_error) != str(error).replace(*names):
+            return None
+        return DCPMIConfigError(
+            f"{where}: lm-eval cannot build the base task {base_name!r} either "
+            f"({entry_yaml(manager, base_name)}): "
+            f"{_first_line(base_error)}; fix its YAML or derive another task."
+        )
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    """``Type: message``, on one line."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def _check_merged(
