@@ -145,15 +145,23 @@ def test_relative_links_of_readme_and_docs_resolve():
             assert path.exists(), f"{page}: link to {target}, which does not exist"
 
 
-def test_readme_opens_with_the_two_commands():
+def test_readme_opens_with_set_up_demo_and_tests_timed_by_the_record():
+    """The first screen's three commands, each executable, and the set-up's and the demo's
+    times those of the latest row of the fresh-machine record (benchmarks/fresh_machine.sh)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     first_block = readme.split("```bash\n", 1)[1].split("```", 1)[0]
-    assert [line.split()[0] for line in first_block.splitlines()] == [
+    lines = first_block.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "scripts/setup.sh",
         "scripts/demo.sh",
         "scripts/test.sh",
     ]
-    for name in ("demo.sh", "test.sh"):
-        assert (ROOT / "scripts" / name).stat().st_mode & 0o111
+    for line in lines:
+        assert (ROOT / line.split()[0]).stat().st_mode & 0o111
+    latest = json.loads((ROOT / "results/benchmarks/fresh_machine.json").read_text())[-1]
+    for line, key in zip(lines, ("setup_s", "demo_s"), strict=False):
+        minutes, seconds = divmod(round(latest[key]), 60)
+        assert line.rstrip().endswith(f"{minutes} min {seconds:02d} s"), (line, latest)
 
 
 def test_add_run_keeps_what_the_report_reads_and_drops_the_prompts(tmp_path):

@@ -275,9 +275,10 @@ def test_wheel_holds_the_task_yamls_and_the_start_up_hook(wheel_env):
     }
 
 
-@pytest.mark.usefixtures("data_dir")
 @pytest.mark.slow
 def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
+    """After `pip install` of the wheel, lm_eval runs dcpmi_copa offline with no data
+    folder: the task YAML and COPA's file both come from the installed package."""
     completed = run(
         [
             str(wheel_env / "bin" / "python"), "-m", "lm_eval",
@@ -285,9 +286,11 @@ def test_lm_eval_finds_dcpmi_copa_without_include_path(wheel_env, tmp_path):
             "--device", "cpu", "--tasks", "dcpmi_copa", "--limit", "2",
         ],
         cwd=tmp_path,
+        DCPMI_DATA_DIR="", HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
     )  # fmt: skip
     # the task YAML was read from the installed wheel, not from the source checkout
     assert f"dcpmi_copa ({wheel_env}" in completed.stderr
+    # COPA came from the package: no data folder was set, and offline a download fails
     metrics = table_metrics(completed.stdout, "dcpmi_copa")
     assert set(metrics) == {*ACCURACIES, *MEASURES, *COUNTS}
     assert metrics["truncated"] == 0.0
