@@ -7,9 +7,9 @@ prompts), ``_document_checks`` and ``_null_fields`` (every document checked when
 is built), ``_request_checks`` (when its requests are built), ``_document_store`` (what it
 keeps per document), ``_tokens`` (token counts), ``_derive`` (``base_task:`` and
 ``--dcpmi_task``), ``_catalogue`` (``--dcpmi_task`` over lm-eval's whole multiple-choice
-catalogue, scripts/sweep_catalogue.py), ``_premise_digest`` (the ``+premise.<digest>`` version rule),
-``_shards`` (a shard's documents) and ``_quick_look`` (``--quick``'s documents,
-``--limit``'s labels).
+catalogue, scripts/sweep_catalogue.py), ``_premise_digest`` (the ``+premise.<digest>``
+version rule), ``_shards`` (a shard's documents) and ``_quick_look`` (``--quick``'s
+documents, ``--limit``'s labels).
 """
 
 from lm_eval_dcpmi._exports import lazy_exports
